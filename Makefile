@@ -1,0 +1,34 @@
+# Fresh machine: Python 3.11+ with pip and venv. `make demo` runs the main job,
+# `make test` runs the whole check (ruff, mypy --strict, pytest). Both create and
+# fill the local virtualenv .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/markertools demo
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check src tests bench examples
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy --strict src
+
+pytest: $(VENV)/.installed
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck pytest
+
+bench: $(VENV)/.installed
+	HYPOTHESIS_PROFILE=thorough $(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,285 @@
+# Owns: `deliver_turn` — running one completed turn's plan against the ports — and the
+# per-turn `TurnContext` the kind handlers (`_exec_*.py`) receive. Together with those
+# handlers this is the only code that calls ports ("gather / decide / apply": handlers
+# gather facts through the context, call pure gates, apply outcomes through ports).
+#
+# Invariants:
+#   Rule 1: one ReportEntry per block (TRN-6): executed blocks in execution order, then
+#           skipped / ignored / near-miss blocks in order of appearance.
+#   Rule 2: nothing a block contains and no port failure escapes: a handler that raises
+#           rejects only its block with the error summarised (TRN-8).
+#   Rule 3: non-completed turns, goal / coordinator senders and cancelled senders execute
+#           nothing and queue nothing; an audit record notes the discard (TRN-3/4/5).
+#   Rule 4: every executed or rejected block writes one audit record (TRN-7).
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from markertools._decision import PermissionAnswer
+from markertools._model import AuditRecord, Task, is_goal_task, quota_exhausted, sender_cancelled
+from markertools._msg import DEFAULT_LOCALE, LOCALES, Msg, msg
+from markertools._plan import BlockIssue, Command, TurnPlan
+from markertools._ports import Ports
+from markertools._report import DeliveryReport, EntryOutcome, ReportEntry
+
+Handler = Callable[[Command, "TurnContext"], ReportEntry]
+
+ERROR_SUMMARY_CHARS: Final[int] = 300
+
+
+def summarize_error(exc: BaseException) -> str:
+    """One line, at most ERROR_SUMMARY_CHARS code points: `TypeName: message`."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= ERROR_SUMMARY_CHARS else text[: ERROR_SUMMARY_CHARS - 1] + "…"
+
+
+class TurnContext:
+    """Per-turn facts and caches shared by the handlers of one delivery.
+
+    Mutable on purpose (it is the turn's scratchpad, never stored): the sender as last
+    read, permission answers (looked up at most once per permission per turn), the quota
+    verdict (checked once per turn, CRE-3 / AUT-4), the `@NAME` table (VAL-8), the count
+    of children created this turn (LIN-3) and follow-ups to queue after the report.
+    """
+
+    def __init__(self, sender: Task, ports: Ports, locale: str, plan: TurnPlan) -> None:
+        self.sender = sender
+        self.ports = ports
+        self.locale = locale
+        self.plan = plan
+        self.cancelled = False  # set once the sender is seen cancelled (TRN-5, WAI-5)
+        self.children_created = 0
+        self.followups_after_report: list[str] = []
+        self._permissions: dict[str, PermissionAnswer] = {}
+        self._quota_exhausted: bool | None = None
+        self._created: dict[str, str] = {}  # @NAME -> created task id
+        self._ambiguous_names = _duplicate_create_names(plan)
+
+    # ---- facts -------------------------------------------------------------------
+
+    def now(self) -> float:
+        return self.ports.clock.now()
+
+    def permission(self, permission: str) -> PermissionAnswer:
+        """DOM-6: looked up for the sender's creator on the sender's project; a lookup
+        that raises is a `failed` answer (GAT-2 / GAT-4 decide what that means)."""
+        cached = self._permissions.get(permission)
+        if cached is not None:
+            return cached
+        try:
+            granted = self.ports.permissions.has_permission(
+                self.sender.created_by, self.sender.project_id, permission
+            )
+            answer = PermissionAnswer.of(permission, granted is True)
+        except Exception as exc:
+            answer = PermissionAnswer.failure(permission, summarize_error(exc))
+        self._permissions[permission] = answer
+        return answer
+
+    def quota_exhausted(self) -> bool:
+        """CRE-3 / AUT-4: the sender's creator's quota, read once per turn. Raises when the
+        lookup fails (the calling block is then rejected, TRN-8) and does not cache that."""
+        if self._quota_exhausted is None:
+            user = self.sender.created_by
+            quota = self.ports.costs.get_quota(user) if user is not None else None
+            self._quota_exhausted = quota_exhausted(quota)
+        return self._quota_exhausted
+
+    def refresh_sender(self) -> bool:
+        """Re-read the sender; True when it is (now) cancelled (TRN-5)."""
+        if not self.cancelled:
+            self.observe_sender(self.ports.tasks.get_task(self.sender.id))
+        return self.cancelled
+
+    def observe_sender(self, task: Task | None) -> None:
+        """Record a fresh read of the sender (poll/wait read it with their targets)."""
+        if sender_cancelled(task):
+            self.cancelled = True
+        elif task is not None:
+            self.sender = task
+
+    # ---- @NAME references (VAL-8) -----------------------------------------------------
+
+    def register_created(self, name: str | None, task_id: str) -> None:
+        self.children_created += 1
+        if name is not None and name not in self._ambiguous_names:
+            self._created[name] = task_id
+
+    def resolve_task_id(self, raw: str) -> str | Msg:
+        """A literal id is returned as is; `@NAME` becomes the id created this turn, or a
+        Msg saying why it cannot be resolved."""
+        if not raw.startswith("@"):
+            return raw
+        name = raw[1:]
+        if name in self._ambiguous_names:
+            return msg("deliver.ref_ambiguous", ref=raw)
+        created = self._created.get(name)
+        if created is None:
+            return msg("deliver.ref_unresolved", ref=raw)
+        return created
+
+    # ---- entries -------------------------------------------------------------------
+
+    def entry(
+        self, cmd: Command, outcome: EntryOutcome, target: str | None, reason: Msg
+    ) -> ReportEntry:
+        return ReportEntry(cmd.kind, cmd.line, outcome, target, reason)
+
+    def done(self, cmd: Command, target: str | None, result: Msg) -> ReportEntry:
+        return self.entry(cmd, "done", target, result)
+
+    def rejected(self, cmd: Command, target: str | None, reason: Msg) -> ReportEntry:
+        return self.entry(cmd, "rejected", target, reason)
+
+
+def _duplicate_create_names(plan: TurnPlan) -> frozenset[str]:
+    seen: set[str] = set()
+    dup: set[str] = set()
+    for cmd in plan.commands:
+        name = getattr(cmd.params, "name", None) if cmd.kind == "task-create" else None
+        if isinstance(name, str):
+            (dup if name in seen else seen).add(name)
+    return frozenset(dup)
+
+
+def _handlers() -> Mapping[str, Handler]:
+    from markertools._exec_registry import HANDLERS
+
+    return HANDLERS
+
+
+def issue_entry(issue: BlockIssue) -> ReportEntry:
+    """A plan issue as a report entry: near-miss ("unknown") fences count as skipped."""
+    outcome: EntryOutcome = "ignored" if issue.outcome == "ignored" else "skipped"
+    return ReportEntry(issue.kind, issue.line, outcome, None, issue.reason)
+
+
+def _audit(ctx: TurnContext, entry: ReportEntry) -> ReportEntry:
+    record = AuditRecord(
+        sender=ctx.sender.id,
+        kind=entry.kind,
+        target=entry.target,
+        outcome=entry.outcome,
+        reason=entry.reason.render(DEFAULT_LOCALE),
+        time=ctx.now(),
+    )
+    try:
+        ctx.ports.audit.record_audit(record)
+    except Exception as exc:
+        return ReportEntry(
+            entry.kind,
+            entry.line,
+            entry.outcome,
+            entry.target,
+            msg("deliver.audit_failed", reason=entry.reason, error=summarize_error(exc)),
+        )
+    return entry
+
+
+def _discard(ports: Ports, sender_id: str, plan: TurnPlan, why: Msg, locale: str) -> DeliveryReport:
+    blocks = len(plan.commands) + len(plan.issues)
+    try:
+        now = ports.clock.now()
+        ports.audit.record_audit(
+            AuditRecord(
+                sender=sender_id,
+                kind="turn",
+                target=None,
+                outcome="discarded",
+                reason=msg("deliver.discarded", blocks=blocks, why=why).render(DEFAULT_LOCALE),
+                time=now,
+            )
+        )
+    except Exception:
+        pass  # nothing ran and nothing is queued; a failing audit cannot change that
+    return DeliveryReport(delivered=False, locale=locale)
+
+
+def run_command(cmd: Command, ctx: TurnContext) -> ReportEntry:
+    """Run one command through its handler; TRN-8: any exception rejects only this block."""
+    handler = _handlers().get(cmd.kind)
+    if handler is None:
+        return ctx.rejected(cmd, None, msg("deliver.no_handler", kind=cmd.kind))
+    try:
+        return handler(cmd, ctx)
+    except Exception as exc:
+        target = getattr(cmd.params, "task_id", None)
+        return ctx.rejected(
+            cmd,
+            target if isinstance(target, str) else None,
+            msg("deliver.port_failed", error=summarize_error(exc)),
+        )
+
+
+def deliver_turn(
+    turn: str | TurnPlan,
+    *,
+    sender: str | Task,
+    outcome: str,
+    ports: Ports,
+    locale: str = DEFAULT_LOCALE,
+) -> DeliveryReport:
+    """Deliver one turn's marker blocks as `sender` (TRN-1..8).
+
+    `turn` is the turn's text or an already parsed plan; `outcome` is how the turn ended
+    (only "completed" delivers). Returns the report; the report message and then any
+    "/goal ..." follow-up have been queued for the sender through `ports.followups`.
+    """
+    from markertools._render import render_report
+
+    if locale not in LOCALES:
+        locale = DEFAULT_LOCALE
+    if isinstance(turn, TurnPlan):
+        plan = turn
+    else:
+        from markertools._parse import parse_turn
+
+        plan = parse_turn(turn)
+    sender_id = sender if isinstance(sender, str) else sender.id
+
+    if outcome != "completed":
+        return _discard(ports, sender_id, plan, msg("deliver.why_outcome", outcome=outcome), locale)
+    try:
+        sender_task = ports.tasks.get_task(sender_id)
+    except Exception as exc:
+        why = msg("deliver.why_sender_unreadable", error=summarize_error(exc))
+        return _discard(ports, sender_id, plan, why, locale)
+    if sender_task is None:
+        return _discard(ports, sender_id, plan, msg("deliver.why_sender_missing"), locale)
+    if is_goal_task(sender_task) or sender_task.is_coordinator:
+        return _discard(ports, sender_id, plan, msg("deliver.why_goal_or_coordinator"), locale)
+    if sender_cancelled(sender_task):
+        return _discard(ports, sender_id, plan, msg("deliver.why_cancelled"), locale)
+
+    ctx = TurnContext(sender_task, ports, locale, plan)
+    entries: list[ReportEntry] = []
+    for index, cmd in enumerate(plan.commands):
+        if index > 0 and not ctx.cancelled:
+            # an unreadable sender does not stop the turn; its blocks report their own errors
+            with contextlib.suppress(Exception):
+                ctx.refresh_sender()
+        if ctx.cancelled:
+            entry = ctx.rejected(cmd, None, msg("deliver.sender_cancelled"))
+        else:
+            entry = run_command(cmd, ctx)
+        entries.append(_audit(ctx, entry))
+    entries.extend(issue_entry(issue) for issue in plan.issues)
+
+    message = render_report(tuple(entries), locale)
+    followups = [message, *ctx.followups_after_report]
+    queued: list[str] = []
+    for text in followups:
+        try:
+            ports.followups.enqueue_followup(sender_task.id, text)
+            queued.append(text)
+        except Exception:
+            break  # keep the queue's order: never queue "/goal" without its report
+    return DeliveryReport(
+        delivered=True,
+        entries=tuple(entries),
+        message=message,
+        followups=tuple(queued),
+        locale=locale,
+    )

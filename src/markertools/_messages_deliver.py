@@ -1,0 +1,73 @@
+# Owns: catalogue rows for the delivery orchestration itself (discards, references,
+# port failures, report framing). Kind-specific rows live with their area.
+from __future__ import annotations
+
+from typing import Final
+
+MESSAGES: Final[dict[str, dict[str, str]]] = {
+    "deliver.discarded": {
+        "en": "turn not delivered: {why}; {blocks} block(s) discarded",
+        "zh": "本轮未投递：{why}；丢弃 {blocks} 个块",
+    },
+    "deliver.why_outcome": {
+        "en": "the turn ended '{outcome}', only completed turns are delivered",
+        "zh": "回合以“{outcome}”结束，只有 completed 回合会被投递",
+    },
+    "deliver.why_sender_missing": {
+        "en": "the sender task does not exist",
+        "zh": "发送方任务不存在",
+    },
+    "deliver.why_sender_unreadable": {
+        "en": "the sender task could not be read ({error})",
+        "zh": "无法读取发送方任务（{error}）",
+    },
+    "deliver.why_goal_or_coordinator": {
+        "en": "goal and coordinator tasks never run marker blocks",
+        "zh": "goal 任务与协调员任务不执行标记块",
+    },
+    "deliver.why_cancelled": {"en": "the sender was cancelled", "zh": "发送方已被取消"},
+    "deliver.sender_cancelled": {
+        "en": "not run: the sender was cancelled during delivery",
+        "zh": "未执行：投递期间发送方已被取消",
+    },
+    "deliver.ref_ambiguous": {
+        "en": "reference {ref} is ambiguous: two task-create blocks of this turn use that name",
+        "zh": "引用 {ref} 有歧义：本轮有两个 task-create 块使用了这个名字",
+    },
+    "deliver.ref_unresolved": {
+        "en": "reference {ref} names no task created in this turn (no task-create with that name succeeded)",
+        "zh": "引用 {ref} 没有对应本轮创建的任务（没有同名 task-create 成功）",
+    },
+    "deliver.port_failed": {
+        "en": "rejected: a storage or service call failed ({error}); nothing else was changed by this block",
+        "zh": "已拒绝：存储或服务调用失败（{error}）；本块未做其他改动",
+    },
+    "deliver.no_handler": {
+        "en": "rejected: this build cannot execute '{kind}' blocks",
+        "zh": "已拒绝：当前版本无法执行“{kind}”块",
+    },
+    "deliver.audit_failed": {
+        "en": "{reason} (warning: the audit record could not be written: {error})",
+        "zh": "{reason}（警告：审计记录写入失败：{error}）",
+    },
+    "report.header": {
+        "en": "markertools report: {blocks} block(s) from your last turn ({counts}).",
+        "zh": "markertools 报告：上一轮共 {blocks} 个块（{counts}）。",
+    },
+    "report.count_done": {"en": "{n} done", "zh": "完成 {n}"},
+    "report.count_rejected": {"en": "{n} rejected", "zh": "拒绝 {n}"},
+    "report.count_skipped": {"en": "{n} skipped", "zh": "跳过 {n}"},
+    "report.count_ignored": {"en": "{n} ignored", "zh": "忽略 {n}"},
+    "report.outcome_done": {"en": "done", "zh": "完成"},
+    "report.outcome_rejected": {"en": "rejected", "zh": "拒绝"},
+    "report.outcome_skipped": {"en": "skipped", "zh": "跳过"},
+    "report.outcome_ignored": {"en": "ignored", "zh": "忽略"},
+    "report.entry": {
+        "en": "[{n}] {kind} (line {line}): {outcome}",
+        "zh": "[{n}] {kind}（第 {line} 行）：{outcome}",
+    },
+    "report.entry_target": {
+        "en": "[{n}] {kind} (line {line}) -> {target}: {outcome}",
+        "zh": "[{n}] {kind}（第 {line} 行）-> {target}：{outcome}",
+    },
+}

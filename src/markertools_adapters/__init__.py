@@ -1,0 +1,1 @@
+"""Adapters: everything in markertools that touches the world (storage, processes, files, CLI)."""
