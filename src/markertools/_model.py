@@ -234,3 +234,11 @@ def quota_exhausted(quota: Quota | None) -> bool:
 def sender_cancelled(task: Task | None) -> bool:
     """DOM-8: a sender counts as cancelled when its status is interrupted (or it vanished)."""
     return task is None or task.status == "interrupted"
+
+
+@attrs.frozen
+class Followup:
+    """One queued follow-up message (the next turn's input) for a task."""
+
+    task_id: str
+    text: str

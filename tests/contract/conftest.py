@@ -1,0 +1,46 @@
+"""The shared storage contract suite: every test in tests/contract/ runs once per storage
+adapter. A factory takes a `World` and returns a fresh store holding it; the store
+implements every storage port of `markertools._ports` plus `WorldStore`.
+
+Adding an adapter = adding one entry to STORE_FACTORIES (and, for servers, a skip when
+unavailable).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from markertools_adapters.world import World
+
+StoreFactory = Callable[[World, Path], Any]
+
+
+def _memory(world: World, tmp: Path) -> Any:
+    from markertools_adapters.memory import MemoryStore
+
+    store = MemoryStore()
+    store.load_world(world)
+    return store
+
+
+STORE_FACTORIES: dict[str, StoreFactory] = {"memory": _memory}
+
+
+@pytest.fixture(params=sorted(STORE_FACTORIES))
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[World], Any]]:
+    factory = STORE_FACTORIES[request.param]
+    created: list[Any] = []
+
+    def make(world: World) -> Any:
+        store = factory(world, tmp_path / f"store{len(created)}")
+        created.append(store)
+        return store
+
+    yield make
+    for store in created:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
