@@ -17,6 +17,7 @@ from markertools import (
     _messages_files,
     _messages_inject,
     _messages_parse,
+    _messages_plans,
     _messages_read,
     _messages_tasks,
     _messages_todos,
@@ -33,6 +34,7 @@ _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
     _messages_files.MESSAGES,
     _messages_inject.MESSAGES,
     _messages_attempts.MESSAGES,
+    _messages_plans.MESSAGES,
 )
 
 

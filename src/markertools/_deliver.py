@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from markertools._decision import PermissionAnswer
+from markertools._lineage import LINEAGE_MAX_STEPS, generation
 from markertools._model import AuditRecord, Task, is_goal_task, quota_exhausted, sender_cancelled
 from markertools._msg import DEFAULT_LOCALE, LOCALES, Msg, msg
 from markertools._plan import BlockIssue, Command, TurnPlan
@@ -56,6 +57,9 @@ class TurnContext:
         self._quota_exhausted: bool | None = None
         self._created: dict[str, str] = {}  # @NAME -> created task id
         self._ambiguous_names = _duplicate_create_names(plan)
+        self._generation: int | None = None
+        self._existing_children: int | None = None
+        self._sender_fresh = False  # the sender was just read (by a poll / wait round)
 
     # ---- facts -------------------------------------------------------------------
 
@@ -87,14 +91,34 @@ class TurnContext:
             self._quota_exhausted = quota_exhausted(quota)
         return self._quota_exhausted
 
+    def sender_generation(self) -> int:
+        """LIN-1 generation of the sender: one lineage read per turn (the sender's parent
+        chain does not change during its own delivery)."""
+        if self._generation is None:
+            links = self.ports.tasks.lineage(self.sender.id, LINEAGE_MAX_STEPS)
+            self._generation = generation(links)
+        return self._generation
+
+    def existing_children(self) -> int:
+        """LIN-3: the sender's direct children before this turn, read once per turn;
+        `children_created` counts this turn's."""
+        if self._existing_children is None:
+            self._existing_children = self.ports.tasks.count_children(self.sender.id)
+        return self._existing_children
+
     def refresh_sender(self) -> bool:
-        """Re-read the sender; True when it is (now) cancelled (TRN-5)."""
-        if not self.cancelled:
+        """Re-read the sender; True when it is (now) cancelled (TRN-5). Skips the read
+        when the previous block has just read the sender (a poll / wait round)."""
+        if self._sender_fresh:
+            self._sender_fresh = False
+        elif not self.cancelled:
             self.observe_sender(self.ports.tasks.get_task(self.sender.id))
+            self._sender_fresh = False
         return self.cancelled
 
     def observe_sender(self, task: Task | None) -> None:
         """Record a fresh read of the sender (poll/wait read it with their targets)."""
+        self._sender_fresh = True
         if sender_cancelled(task):
             self.cancelled = True
         elif task is not None:
@@ -203,14 +227,24 @@ def run_command(cmd: Command, ctx: TurnContext) -> ReportEntry:
     if handler is None:
         return ctx.rejected(cmd, None, msg("deliver.no_handler", kind=cmd.kind))
     try:
-        return handler(cmd, ctx)
+        entry = handler(cmd, ctx)
     except Exception as exc:
         target = getattr(cmd.params, "task_id", None)
-        return ctx.rejected(
+        entry = ctx.rejected(
             cmd,
             target if isinstance(target, str) else None,
             msg("deliver.port_failed", error=summarize_error(exc)),
         )
+    return with_notes(entry, cmd.notes)
+
+
+def with_notes(entry: ReportEntry, notes: tuple[Msg, ...]) -> ReportEntry:
+    """Append the parse notes of a command (clamps applied, fields ignored: VAL-4) to its
+    entry, so the report states the values used."""
+    if not notes:
+        return entry
+    reason = msg("deliver.with_notes", reason=entry.reason, notes=notes)
+    return ReportEntry(entry.kind, entry.line, entry.outcome, entry.target, reason)
 
 
 def deliver_turn(

@@ -1,9 +1,134 @@
-# Owns: delivery handlers for the automations kinds (placeholder until its issue lands).
+# Owns: the delivery handler for automation-create (SPEC §4.13): permission, quota,
+# first_run_at and name checks, then registering the definition through the
+# AutomationStore port. Never runs an automation: creating only registers it (AUT-4).
+#
+# Invariants:
+#   Rule 1 (AUT-4): needs `create_task` (a failed lookup refuses); an exhausted quota
+#           (checked once per turn) refuses every automation-create of the turn; the
+#           creator is the sender's creator.
+#   Rule 2 (AUT-2): a first_run_at before now is rejected, and the reason states the
+#           current time so the agent can correct it next turn.
+#   Rule 3 (AUT-3): an automatic name is auto-<sender id[:8]>-<now as YYYYMMDDHHMMSS in
+#           Asia/Shanghai>-<n>, n = the block's 1-based position among this turn's
+#           automation-create blocks, raised until no active automation of the project
+#           (including those registered earlier this turn) has the name; an explicit
+#           name held by an active automation of the project refuses the block.
+#   Rule 4: `bind: "heartbeat"` binds the automation to the sender (bound_task_id).
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
+
+from markertools._exec_todos import new_id, permission_refusal
+from markertools._model import Automation
+from markertools._msg import Msg, msg
+from markertools._params import AutomationCreateParams
+from markertools._plan import Command
+from markertools._report import ReportEntry
+from markertools._schedule import shanghai_iso, shanghai_stamp
 
 if TYPE_CHECKING:
-    from markertools._deliver import Handler
+    from markertools._deliver import Handler, TurnContext
 
-HANDLERS: dict[str, Handler] = {}
+KIND: Final[str] = "automation-create"
+SENDER_ID_CHARS: Final[int] = 8
+
+
+def block_position(cmd: Command, commands: tuple[Command, ...]) -> int:
+    """1-based position of `cmd` among the turn's automation-create commands."""
+    same_kind = [c for c in commands if c.kind == KIND]
+    for index, other in enumerate(same_kind, start=1):
+        if other is cmd:
+            return index
+    for index, other in enumerate(same_kind, start=1):
+        if other == cmd:
+            return index
+    return len(same_kind) + 1
+
+
+def automatic_name(sender_id: str, now: float, position: int, taken: frozenset[str]) -> str:
+    """AUT-3: the first auto-<id8>-<stamp>-<n> with n >= position that is not taken."""
+    base = f"auto-{sender_id[:SENDER_ID_CHARS]}-{shanghai_stamp(now)}-"
+    n = max(1, position)
+    while base + str(n) in taken:
+        n += 1
+    return base + str(n)
+
+
+def _when(epoch: float) -> Msg:
+    return msg("automations.when", epoch=epoch, iso=shanghai_iso(epoch))
+
+
+def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
+    params = cmd.params
+    assert isinstance(params, AutomationCreateParams)
+    refusal = permission_refusal(ctx, "create_task", "automations")
+    if refusal is not None:
+        return ctx.rejected(cmd, None, refusal)
+    if ctx.quota_exhausted():
+        return ctx.rejected(
+            cmd, None, msg("automations.quota_exhausted", user=ctx.sender.created_by)
+        )
+    now = ctx.now()
+    if params.first_run_at is not None and params.first_run_at < now:
+        return ctx.rejected(
+            cmd,
+            None,
+            msg(
+                "automations.first_run_past",
+                given=params.first_run_at,
+                given_iso=shanghai_iso(params.first_run_at),
+                now=now,
+                now_iso=shanghai_iso(now),
+            ),
+        )
+    project = ctx.sender.project_id
+    taken = ctx.ports.automations.active_automation_names(project)
+    generated: str | Msg = ""
+    if params.name is not None:
+        if params.name in taken:
+            return ctx.rejected(cmd, None, msg("automations.name_taken", name=params.name))
+        name = params.name
+    else:
+        position = block_position(cmd, ctx.plan.commands)
+        name = automatic_name(ctx.sender.id, now, position, taken)
+        generated = msg("automations.name_generated")
+    heartbeat = params.bind == "heartbeat"
+    automation = Automation(
+        id=new_id(ctx, "am-", ctx.ports.automations.get_automation),
+        project_id=project,
+        name=name,
+        prompt=params.prompt,
+        interval_seconds=params.interval_seconds,
+        first_run_at=params.first_run_at,
+        run_once=params.once,
+        bind="heartbeat" if heartbeat else None,
+        bound_task_id=ctx.sender.id if heartbeat else None,
+        repo_url=params.repo_url,
+        status="active",
+        created_by=ctx.sender.created_by,
+        created_at=now,
+    )
+    ctx.ports.automations.insert_automation(automation)
+    first = (
+        _when(params.first_run_at)
+        if params.first_run_at is not None
+        else msg("automations.when_now", iso=shanghai_iso(now))
+    )
+    schedule = (
+        msg("automations.schedule_once", first=first)
+        if params.once
+        else msg("automations.schedule_repeat", first=first, interval=params.interval_seconds)
+    )
+    binding = msg("automations.bound_heartbeat" if heartbeat else "automations.unbound")
+    result = msg(
+        "automations.created",
+        name=name,
+        generated=generated,
+        id=automation.id,
+        schedule=schedule,
+        binding=binding,
+    )
+    return ctx.done(cmd, automation.id, result)
+
+
+HANDLERS: dict[str, Handler] = {KIND: handle_automation_create}

@@ -1,9 +1,193 @@
-# Owns: delivery handlers for the tasks kinds (placeholder until its issue lands).
+# Owns: delivery handlers of task-create (CRE-1..4), task-cancel (CTL-2, CTL-4) and
+# task-retry (CTL-3, CTL-4). Each gathers facts through the TurnContext, decides with a
+# pure gate (`_gates`), then applies the outcome through the ports.
+#
+# Invariants:
+#   Rule 1: nothing changes unless the gate allowed it; a rejection changes nothing.
+#   Rule 2: cancel and retry change a task only through the store's compare-and-set on
+#           the status the gate read; losing the race rejects "changed meanwhile".
+#   Rule 3: a new task is always a normal task of the sender's project: never a goal or
+#           coordinator task, never with a worktree or host of its own (CRE-2).
+#   Rule 4: cancel never touches the sender's other children and create never touches
+#           the sender (CRE-4).
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from markertools._decision import Allowed, Denied
+from markertools._deliver import Handler, TurnContext, summarize_error
+from markertools._gates import CONTROL_PERMISSION, ControlAction, control_gate, create_gate
+from markertools._lineage import LINEAGE_MAX_STEPS, in_lineage
+from markertools._model import Task
+from markertools._msg import DEFAULT_LOCALE, Msg, msg
+from markertools._params import TaskCancelParams, TaskCreateParams, TaskRetryParams
+from markertools._plan import Command
+from markertools._render import shown
+from markertools._report import ReportEntry
 
-if TYPE_CHECKING:
-    from markertools._deliver import Handler
+TASK_ID_BYTES = 8
 
-HANDLERS: dict[str, Handler] = {}
+
+def new_task_id(ctx: TurnContext) -> str:
+    return "t-" + ctx.ports.random.token_hex(TASK_ID_BYTES)
+
+
+def build_child(ctx: TurnContext, params: TaskCreateParams, task_id: str) -> Task:
+    """CRE-2: a normal, independent task below the sender."""
+    sender = ctx.sender
+    return Task(
+        id=task_id,
+        project_id=sender.project_id,
+        status="queued",
+        created_by=sender.created_by,
+        parent_task_id=sender.id,
+        executor=params.executor or sender.executor,
+        environment_id=sender.environment_id,
+        model=params.model,
+        effort=params.effort,
+        prompt=params.prompt,
+        created_at=ctx.now(),
+    )
+
+
+def handle_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
+    p = cmd.params
+    assert isinstance(p, TaskCreateParams)
+    permission = ctx.permission("create_task")
+    if permission.granted:  # the per-turn facts (each read at most once per turn)
+        exhausted = ctx.quota_exhausted()
+        generation = ctx.sender_generation()
+        existing = ctx.existing_children()
+    else:  # not needed: the gate denies on the permission first
+        exhausted, generation, existing = False, 0, 0
+    decision = create_gate(
+        ctx.sender,
+        permission,
+        quota_exhausted=exhausted,
+        generation=generation,
+        existing_children=existing,
+        created_this_turn=ctx.children_created,
+    )
+    if isinstance(decision, Denied):
+        return ctx.rejected(cmd, None, decision.reason)
+    child = build_child(ctx, p, new_task_id(ctx))
+    ctx.ports.tasks.insert_task(child)
+    ctx.register_created(p.name, child.id)
+    if p.name is not None:
+        result = msg(
+            "tasks.created_named",
+            id=child.id,
+            name=shown(p.name, 100),
+            executor=child.executor,
+            parent=shown(ctx.sender.id),
+        )
+    else:
+        result = msg(
+            "tasks.created", id=child.id, executor=child.executor, parent=shown(ctx.sender.id)
+        )
+    return ctx.done(cmd, child.id, result)
+
+
+def _gate_control(
+    action: ControlAction, cmd: Command, ctx: TurnContext, raw_id: str
+) -> tuple[Task, Allowed] | ReportEntry:
+    """Gather the GAT-1 facts (target, lineage, permission) and run the control gate."""
+    resolved = ctx.resolve_task_id(raw_id)
+    if isinstance(resolved, Msg):
+        return ctx.rejected(cmd, shown(raw_id), resolved)
+    target = ctx.ports.tasks.get_task(resolved)
+    related = False
+    if (
+        target is not None
+        and target.project_id == ctx.sender.project_id
+        and target.id != ctx.sender.id
+    ):
+        related = in_lineage(ctx.ports.tasks.lineage(target.id, LINEAGE_MAX_STEPS), ctx.sender.id)
+    decision = control_gate(
+        action,
+        ctx.sender,
+        target,
+        target_id=resolved,
+        in_lineage=related,
+        permission=ctx.permission(CONTROL_PERMISSION[action]),
+    )
+    if isinstance(decision, Denied) or target is None:
+        reason = (
+            decision.reason
+            if isinstance(decision, Denied)
+            else msg("tasks.gate_missing", id=resolved)
+        )
+        return ctx.rejected(cmd, shown(resolved), reason)
+    return target, decision
+
+
+def _with_note(result: Msg, allowed: Allowed) -> Msg:
+    if allowed.note is None:
+        return result
+    return msg("read.join_line", head=result, rest=msg("tasks.note_allowed", note=allowed.note))
+
+
+def handle_cancel(cmd: Command, ctx: TurnContext) -> ReportEntry:
+    p = cmd.params
+    assert isinstance(p, TaskCancelParams)
+    gated = _gate_control("cancel", cmd, ctx, p.task_id)
+    if isinstance(gated, ReportEntry):
+        return gated
+    target, allowed = gated
+    reason = msg("tasks.interrupted_reason", sender=ctx.sender.id, line=cmd.line)
+    updated = ctx.ports.tasks.transition_task(
+        target.id,
+        target.status,
+        {"status": "interrupted", "interrupted_reason": reason.render(DEFAULT_LOCALE)},
+    )
+    if updated is None:
+        return ctx.rejected(
+            cmd,
+            target.id,
+            msg("tasks.changed_meanwhile", id=shown(target.id), status=target.status),
+        )
+    try:
+        killed = ctx.ports.executor.kill(updated)
+    except Exception as exc:  # CTL-2: the status change stands; the error is reported
+        kill = msg("tasks.kill_failed", error=summarize_error(exc))
+    else:
+        detail = " ".join(killed.detail.split())[:300]
+        if killed.signalled:
+            kill = msg("tasks.kill_signalled", detail=detail)
+        elif detail:
+            kill = msg("tasks.kill_none", detail=detail)
+        else:
+            kill = msg("tasks.kill_none_plain")
+    result = msg("tasks.cancelled", id=shown(target.id), old=target.status, kill=kill)
+    return ctx.done(cmd, target.id, _with_note(result, allowed))
+
+
+RETRY_CLEARS: dict[str, object] = {
+    "status": "queued",
+    "result_text": None,
+    "error_text": None,
+    "actual_model": None,
+}
+
+
+def handle_retry(cmd: Command, ctx: TurnContext) -> ReportEntry:
+    p = cmd.params
+    assert isinstance(p, TaskRetryParams)
+    gated = _gate_control("retry", cmd, ctx, p.task_id)
+    if isinstance(gated, ReportEntry):
+        return gated
+    target, allowed = gated
+    updated = ctx.ports.tasks.transition_task(target.id, target.status, dict(RETRY_CLEARS))
+    if updated is None:
+        return ctx.rejected(
+            cmd,
+            target.id,
+            msg("tasks.changed_meanwhile", id=shown(target.id), status=target.status),
+        )
+    result = msg("tasks.retried", id=shown(target.id), old=target.status)
+    return ctx.done(cmd, target.id, _with_note(result, allowed))
+
+
+HANDLERS: dict[str, Handler] = {
+    "task-create": handle_create,
+    "task-cancel": handle_cancel,
+    "task-retry": handle_retry,
+}

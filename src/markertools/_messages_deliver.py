@@ -50,6 +50,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "{reason} (warning: the audit record could not be written: {error})",
         "zh": "{reason}（警告：审计记录写入失败：{error}）",
     },
+    "deliver.with_notes": {
+        "en": "{reason}\n(notes: {notes})",
+        "zh": "{reason}\n（说明：{notes}）",
+    },
     "report.header": {
         "en": "markertools report: {blocks} block(s) from your last turn ({counts}).",
         "zh": "markertools 报告：上一轮共 {blocks} 个块（{counts}）。",

@@ -70,6 +70,7 @@ class FileText:
     text: str  # at most the requested code points
     truncated: bool
     total_chars: int | None = None  # when known (None when the reader stopped early)
+    size_bytes: int | None = None  # additive: the file's size in bytes, when known
 
 
 @attrs.frozen
@@ -198,7 +199,8 @@ class CostLookup(Protocol):
     def get_quota(self, user: str) -> Quota | None: ...
 
     def unpriced_tokens(self, user: str) -> int:
-        """Actual (not estimated) tokens on unpriced cost rows of the user's tasks (QUO-2)."""
+        """Actual (not estimated) tokens on unpriced cost rows of the user's tasks (QUO-2).
+        A row is unpriced when `priced` is false or `usd` is null (see _exec_read.is_priced)."""
         ...
 
 

@@ -1,6 +1,7 @@
 # Owns: the report message (TRN-6) rendered from report entries in a locale. Data that
 # another task produced arrives already framed (INJ-7, `_framing`); this module only
-# lays entries out. Pure.
+# lays entries out, and makes sure text taken from a turn (ids, names) can never break a
+# report line (`shown`). Pure.
 from __future__ import annotations
 
 from collections import Counter
@@ -10,6 +11,20 @@ from markertools._msg import msg
 from markertools._report import ReportEntry
 
 _OUTCOME_ORDER: Final[tuple[str, ...]] = ("done", "rejected", "skipped", "ignored")
+
+
+def shown(text: str | None, limit: int = 120) -> str | None:
+    """Text from a turn (an id, a name) made safe to show on one report line: control
+    characters escaped, cut to `limit` code points. Never lets a newline or fence through."""
+    if text is None:
+        return None
+    out: list[str] = []
+    for ch in text[:limit]:
+        if ch in "\r\n\t" or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029":
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out) + ("…" if len(text) > limit else "")
 
 
 def render_report(entries: tuple[ReportEntry, ...], locale: str = "en") -> str:
@@ -32,7 +47,7 @@ def render_report(entries: tuple[ReportEntry, ...], locale: str = "en") -> str:
                 kind=entry.kind,
                 line=entry.line,
                 outcome=msg(f"report.outcome_{entry.outcome}"),
-                target=entry.target,
+                target=shown(entry.target, 400),
             ).render(locale)
         )
         lines.append(entry.reason.render(locale))

@@ -26,7 +26,24 @@ def _memory(world: World, tmp: Path) -> Any:
     return store
 
 
-STORE_FACTORIES: dict[str, StoreFactory] = {"memory": _memory}
+def _sqlite(world: World, tmp: Path) -> Any:
+    from markertools_adapters.sqlite import create_store_from_world
+
+    return create_store_from_world(world, tmp.with_suffix(".db"))
+
+
+def _postgres(world: World, tmp: Path) -> Any:
+    # Skips (with the reason) when MARKERTOOLS_PG_DSN is unset; a fresh schema per store.
+    from postgres_support import throwaway_store
+
+    return throwaway_store(world)
+
+
+STORE_FACTORIES: dict[str, StoreFactory] = {
+    "memory": _memory,
+    "sqlite": _sqlite,
+    "postgres": _postgres,
+}
 
 
 @pytest.fixture(params=sorted(STORE_FACTORIES))

@@ -1,2 +1,146 @@
-# Owns: the `codex` CLI commands (not yet registered: see the issue that builds them).
+# Owns: the Codex parts of the `parse` and `deliver` commands (CLI.md "Codex turn
+# listing"): `run_codex_parse` (list the turns of an app-server stream or rollout file,
+# or parse one turn) and `codex_turn_for_delivery` (the text and outcome of the turn to
+# deliver). The options themselves are declared by cmd_parse.py and cmd_deliver.py.
+#
+# Must never: print a traceback, deliver anything itself, or pick a turn that is not
+# "completed" by default.
+#
+# Invariants:
+#   Rule 1: the listing JSON is exactly {"turns": [{"thread_id", "turn_id", "status",
+#           "blocks", "error"}], "problems": [{"line", "reason"}]}.
+#   Rule 2: an unreadable file, an unknown or ambiguous turn id, or no completed turn to
+#           deliver is a usage failure (exit 2, one line on stderr).
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from markertools._parse import parse_turn
+from markertools._plan import TurnPlan
+from markertools_adapters.cli._app import emit_json, fail
+from markertools_adapters.codex import (
+    CodexInputError,
+    CodexTranscript,
+    CodexTurn,
+    read_app_server_events,
+    read_rollout,
+)
+
+_MAX_LISTED_IDS = 10
+
+
+def load_codex_transcript(events: Path | None, rollout: Path | None) -> CodexTranscript:
+    """Read the one Codex file given (exit 2 when none, both, or it cannot be read)."""
+    if (events is None) == (rollout is None):
+        fail("give exactly one of --codex-events FILE or --codex-rollout FILE")
+    try:
+        if events is not None:
+            return read_app_server_events(events)
+        assert rollout is not None
+        return read_rollout(rollout)
+    except CodexInputError as exc:
+        fail(str(exc))
+
+
+def block_count(plan: TurnPlan) -> int:
+    """The marker blocks of a turn: what delivery would report one entry each for."""
+    return len(plan.commands) + len(plan.issues)
+
+
+def turn_listing(transcript: CodexTranscript) -> dict[str, Any]:
+    """Rule 1: the CLI.md listing of every turn and problem."""
+    return {
+        "turns": [
+            {
+                "thread_id": t.thread_id,
+                "turn_id": t.turn_id,
+                "status": t.status,
+                "blocks": block_count(parse_turn(t.text)),
+                "error": t.error,
+            }
+            for t in transcript.turns
+        ],
+        "problems": [p.to_json() for p in transcript.problems],
+    }
+
+
+def select_turn(transcript: CodexTranscript, turn: str, source: Path) -> CodexTurn:
+    """The turn named `turn` (a turn id, or THREAD/TURN when a turn id is ambiguous)."""
+    found = transcript.find(turn)
+    if not found and "/" in turn:
+        thread, _, turn_id = turn.rpartition("/")
+        found = tuple(t for t in transcript.find(turn_id) if t.thread_id == thread)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        threads = ", ".join(sorted({t.thread_id for t in found}))
+        fail(f"turn {turn} appears in several threads ({threads}); use --turn THREAD/{turn}")
+    known = [t.turn_id for t in transcript.turns]
+    listed = ", ".join(known[:_MAX_LISTED_IDS]) + (", …" if len(known) > _MAX_LISTED_IDS else "")
+    fail(
+        f"no turn {turn!r} in {source}"
+        + (f"; its turns: {listed}" if known else "; it has no turns")
+    )
+
+
+def run_codex_parse(
+    events: Path | None, rollout: Path | None, turn: str | None, as_json: bool
+) -> None:
+    """`parse --codex-events/--codex-rollout FILE [--turn ID] [--json]`."""
+    transcript = load_codex_transcript(events, rollout)
+    source = events if events is not None else rollout
+    assert source is not None
+    if turn is not None:
+        chosen = select_turn(transcript, turn, source)
+        from markertools_adapters.cli import cmd_parse
+
+        cmd_parse.print_plan(parse_turn(chosen.text), as_json)
+        return
+    listing = turn_listing(transcript)
+    if as_json:
+        emit_json(listing)
+        return
+    print(_listing_text(listing, transcript))
+
+
+def _listing_text(listing: dict[str, Any], transcript: CodexTranscript) -> str:
+    rows = listing["turns"]
+    if not rows:
+        lines = ["no turns"]
+    else:
+        lines = []
+        for row, turn in zip(rows, transcript.turns, strict=True):
+            line = (
+                f"{row['thread_id']}  {row['turn_id']}  {row['status']}  {row['blocks']} block(s)"
+            )
+            if row["error"]:
+                line += f"  error: {' '.join(row['error'].split())}"
+            if turn.problem_lines and turn.finished:
+                where = ", ".join(str(n) for n in turn.problem_lines)
+                line += f"  (not deliverable: overlaps malformed line(s) {where})"
+            lines.append(line)
+    if listing["problems"]:
+        lines.append("problems:")
+        lines.extend(f"  line {p['line']}: {p['reason']}" for p in listing["problems"])
+    return "\n".join(lines)
+
+
+def codex_turn_for_delivery(events: Path, turn: str | None) -> tuple[str, str]:
+    """(agent text, markertools turn outcome) of the turn `deliver --codex-events` delivers:
+    the one named by `turn`, else the last completed one. The outcome is the Codex status
+    mapped by `OUTCOME_OF_STATUS` ("incomplete" for a completed turn that overlaps a
+    malformed line), so only a cleanly completed turn delivers (TRN-3)."""
+    transcript = load_codex_transcript(events, None)
+    if turn is not None:
+        chosen = select_turn(transcript, turn, events)
+    else:
+        last = transcript.last_completed()
+        if last is None:
+            statuses = ", ".join(f"{t.turn_id} {t.status}" for t in transcript.turns)
+            fail(
+                f"no completed turn in {events}"
+                + (f" ({statuses}); name one with --turn ID" if statuses else " (no turns)")
+            )
+        chosen = last
+    return chosen.text, chosen.delivery_outcome

@@ -1,2 +1,138 @@
-# Owns: the `demo` CLI commands (not yet registered: see the issue that builds them).
+# Owns: `markertools demo` - the first thing a new user runs: the bundled world
+# (data/demo_world.json: a project, a small task lineage, todos, quotas, permissions, an
+# automation, costs) is loaded into a fresh SQLite database, the bundled turn
+# (data/demo_turn.md) is delivered as its lead task, and the report and what changed are
+# printed exactly as `deliver` prints them.
+#
+# Must never: depend on the machine it runs on: time is a VirtualClock starting at the
+# world's `now`, ids and nonces come from a SeededRandom, kills go to the no-op executor,
+# so two runs print the same bytes.
+#
+# Invariants:
+#   Rule 1: the demo uses the same library calls as `deliver --world` (deliver_turn over
+#           memory_ports(SqliteStore)); it is a showcase, not a second code path.
+#   Rule 2: `--keep PATH` writes the resulting database to a NEW file (an existing PATH
+#           is refused before anything runs) so `world dump --db PATH` can inspect it.
 from __future__ import annotations
+
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import typer
+
+from markertools import deliver_turn
+from markertools._msg import LOCALES
+from markertools._report import DeliveryReport
+from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
+from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.wiring import memory_ports
+from markertools_adapters.world import World, loads_world, world_to_json
+
+DEMO_SENDER: Final[str] = "t-lead"
+DEMO_SEED: Final[int] = 20261229
+WORLD_RESOURCE: Final[str] = "demo_world.json"
+TURN_RESOURCE: Final[str] = "demo_turn.md"
+
+
+def bundled_text(name: str) -> str:
+    return (resources.files("markertools_adapters") / "data" / name).read_text(encoding="utf-8")
+
+
+def demo_world() -> World:
+    return loads_world(bundled_text(WORLD_RESOURCE))
+
+
+def demo_turn() -> str:
+    return bundled_text(TURN_RESOURCE)
+
+
+def run_demo(
+    *, locale: str = "en", keep: Path | None = None
+) -> tuple[DeliveryReport, World, World]:
+    """Deliver the bundled turn on the bundled world; returns (report, before, after)."""
+    from markertools_adapters.sqlite import create_store_from_world
+
+    if keep is not None and (keep.exists() or keep.is_symlink()):
+        raise UsageFailure(f"--keep {keep}: already exists (the demo only writes new files)")
+    world = demo_world()
+    store: Any = create_store_from_world(world, keep if keep is not None else ":memory:")
+    try:
+        clock = VirtualClock(world.now)
+        ports = memory_ports(store, clock=clock, random=SeededRandom(DEMO_SEED))
+        before = store.export_world(clock.now())
+        report = deliver_turn(
+            demo_turn(), sender=DEMO_SENDER, outcome="completed", ports=ports, locale=locale
+        )
+        after = store.export_world(clock.now())
+        store.set_world_now(clock.now())
+    finally:
+        store.close()
+    return report, before, after
+
+
+def _intro(world: World) -> str:
+    project = world.projects[0].name if world.projects else "?"
+    return (
+        f"markertools demo: project {project!r} with {len(world.tasks)} tasks, "
+        f"{len(world.todos)} todos and {len(world.automations)} automation, loaded into a "
+        f"fresh SQLite database. Task {DEMO_SENDER} just finished a turn (print it with "
+        "`markertools demo --print-turn`); its marker blocks are delivered now, with virtual "
+        "time (the 60-second wait finishes at once).\n"
+        "Things to notice: the cancel of t-bob is rejected (another user's task, outside "
+        f"{DEMO_SENDER}'s lineage); the block with invalid JSON and the near-miss fence "
+        "'Task-Cancel' are skipped with their reasons; the task-cancel inside a quote never "
+        "runs and is not in the report; the 'IGNORE PREVIOUS INSTRUCTIONS' line that t-docs "
+        "wrote only ever appears inside data delimiters.\n"
+    )
+
+
+@app.command("demo")
+def demo_command(
+    locale: Annotated[str, typer.Option("--locale", help="Report language: en or zh.")] = "en",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the deliver --json document.")
+    ] = False,
+    keep: Annotated[
+        Path | None,
+        typer.Option("--keep", help="Also write the resulting database to this NEW file."),
+    ] = None,
+    print_turn: Annotated[
+        bool, typer.Option("--print-turn", help="Print the bundled turn's text and exit.")
+    ] = False,
+    print_world: Annotated[
+        bool, typer.Option("--print-world", help="Print the bundled world file and exit.")
+    ] = False,
+) -> None:
+    """Deliver a bundled turn against a bundled world, end to end; print the report and
+    what changed."""
+    if print_turn or print_world:
+        sys.stdout.write(demo_turn() if print_turn else bundled_text(WORLD_RESOURCE))
+        return
+    if locale not in LOCALES:
+        fail(f"--locale {locale!r}: expected one of {', '.join(LOCALES)}")
+    from markertools_adapters.cli.cmd_deliver import entries_json, human_output
+
+    try:
+        report, before, after = run_demo(locale=locale, keep=keep)
+    except UsageFailure as exc:
+        fail(str(exc))
+    if as_json:
+        emit_json(
+            {
+                "delivered": report.delivered,
+                "entries": entries_json(report),
+                "message": report.message,
+                "followups": list(report.followups),
+                "world": world_to_json(after),
+            }
+        )
+        return
+    sys.stdout.write(_intro(before) + "\n")
+    sys.stdout.write(human_output(DEMO_SENDER, report, before, after) + "\n")
+    if keep is not None:
+        sys.stdout.write(f"\nThe database is kept at {keep}: markertools world dump --db {keep}\n")
+
+
+__all__ = ["demo_command", "demo_turn", "demo_world", "run_demo"]

@@ -1,2 +1,170 @@
-# Owns: the `prompt` CLI commands (not yet registered: see the issue that builds them).
+# Owns: `markertools prompt` (CLI.md): show exactly what a task will be told on a claim -
+# load the world (or open a database read-only in effect), gather the injection inputs
+# through the ports and print the assembled first-turn prompt (and goal, for goal tasks).
+# Thin: options -> markertools_adapters.first_turn -> output.
+#
+# Invariants:
+#   Rule 1: stdout carries the prompt verbatim (goal tasks: the prompt, then the goal after
+#           a "--- goal ---" line); why a section is absent goes to stderr as "note:" lines,
+#           so `markertools prompt ... > file` captures exactly the prompt.
+#   Rule 2: usage errors (unknown task, bad option, unreadable world) are one stderr line
+#           and exit 2, never a traceback.
+#   Rule 3: nothing is written to the world or database.
 from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from markertools._inject import START_KINDS, FirstTurnPrompt
+from markertools._msg import LOCALES
+from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
+from markertools_adapters.clock import SystemRandom
+from markertools_adapters.first_turn import first_turn_prompt
+from markertools_adapters.world import WorldFileError, loads_world
+
+GOAL_SEPARATOR = "--- goal ---"
+
+
+def _read_world_store(path: Path) -> Any:
+    try:
+        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as exc:
+        raise UsageFailure(f"--world {path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageFailure(f"--world {path}: not UTF-8 text (byte {exc.start})") from None
+    try:
+        world = loads_world(text)
+    except WorldFileError as exc:
+        raise UsageFailure(f"--world {path}: {exc}") from None
+    from markertools_adapters.memory import MemoryStore
+
+    return MemoryStore.from_world(world)
+
+
+def _open_db(path: Path) -> Any:
+    if not path.exists():
+        raise UsageFailure(f"--db {path}: no such database (create one with `world load`)")
+    try:
+        sqlite = importlib.import_module("markertools_adapters.sqlite")
+    except ImportError:
+        raise UsageFailure("--db: SQLite adapter not available in this build") from None
+    try:
+        return sqlite.open_store(path)
+    except Exception as exc:
+        raise UsageFailure(f"--db {path}: cannot open: {exc}") from None
+
+
+def prompt_json(task_id: str, start: str, locale: str, out: FirstTurnPrompt) -> dict[str, Any]:
+    return {
+        "task": task_id,
+        "start": start,
+        "locale": locale,
+        "prompt": out.prompt,
+        "goal": out.goal,
+        "sections": list(out.sections),
+        "notes": [n.render(locale) for n in out.notes],
+    }
+
+
+def run_prompt(
+    *,
+    world: Path | None,
+    db: Path | None,
+    task_id: str | None,
+    start: str,
+    locale: str,
+    memory: list[str],
+    as_json: bool,
+) -> None:
+    if task_id is None or not task_id.strip():
+        raise UsageFailure("--task ID is required (the task whose first-turn prompt to show)")
+    if start not in START_KINDS:
+        raise UsageFailure(f"--start {start!r}: expected one of {', '.join(START_KINDS)}")
+    if locale not in LOCALES:
+        raise UsageFailure(f"--locale {locale!r}: expected one of {', '.join(LOCALES)}")
+    if world is not None and db is None:
+        store = _read_world_store(world)
+    elif db is not None and world is None:
+        store = _open_db(db)
+    else:
+        raise UsageFailure("give exactly one of --world WORLD.json or --db PATH")
+    try:
+        task = store.get_task(task_id)
+        if task is None:
+            raise UsageFailure(f"--task {task_id}: no such task")
+        out = first_turn_prompt(
+            task,
+            start,
+            projects=store,
+            todos=store,
+            attempts=store,
+            random=SystemRandom(),
+            memory=memory,
+            locale=locale,
+        )
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+    if as_json:
+        emit_json(prompt_json(task_id, start, locale, out))
+        return
+    for note in out.notes:
+        sys.stderr.write("note: " + " ".join(note.render(locale).split()) + "\n")
+    text = out.prompt
+    if out.goal is not None:
+        text = f"{text}\n{GOAL_SEPARATOR}\n{out.goal}"
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+@app.command("prompt")
+def prompt_command(
+    world: Annotated[
+        Path | None, typer.Option("--world", help="World file to read (- = stdin).")
+    ] = None,
+    task: Annotated[str | None, typer.Option("--task", help="The task being claimed.")] = None,
+    start: Annotated[
+        str,
+        typer.Option(
+            "--start",
+            help=(
+                "How the task starts: fresh (first claim or platform restart), retry (after a "
+                "task-retry or other manual retry), continuation, checkpoint or manual; only "
+                "fresh and retry get an injection."
+            ),
+        ),
+    ] = "fresh",
+    locale: Annotated[str, typer.Option("--locale", help="Language: en or zh.")] = "en",
+    memory: Annotated[
+        list[str] | None,
+        typer.Option("--memory", help="A memory snippet to inject (repeatable)."),
+    ] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Existing SQLite database instead of --world.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print prompt, goal, sections and notes as JSON.")
+    ] = False,
+) -> None:
+    """Print the assembled first-turn prompt for TASK (what it is told when claimed)."""
+    try:
+        run_prompt(
+            world=world,
+            db=db,
+            task_id=task,
+            start=start,
+            locale=locale,
+            memory=list(memory or ()),
+            as_json=as_json,
+        )
+    except UsageFailure as exc:
+        fail(str(exc))
+
+
+__all__ = ["prompt_command", "run_prompt"]

@@ -1,0 +1,261 @@
+# Owns: extraction (SPEC §2): text -> the marker blocks a CommonMark renderer shows,
+# in order, with kind, 1-based opening line, body and whether the block closed.
+# markdown-it-py ("commonmark") is the reference; this module answers exactly as it
+# does, but touches it only for the parts of the text it cannot prove simple.
+#
+# How (the argument the agreement tests check):
+#   1. `fence_lines` finds every fence-like line at C speed. No line whose info string
+#      is a kind or a near miss ("candidate")  -> no blocks, no markdown parse (EXT-6).
+#   2. A scanner walks the fence lines in order. A valid fence at column 0 that is not
+#      inside an open top-level fence or HTML block is a top-level opener: it closes
+#      every list item and block quote (it is not a paragraph continuation) and
+#      interrupts a paragraph. Its body runs to the first closing fence indented at
+#      most 3 spaces, or is unclosed at the end of the text (EXT-3).
+#   3. Everything else that could change that picture becomes a "zone" parsed by
+#      markdown-it: a candidate not at column 0 (in a list, quoted, indented), a fence
+#      indented 1-3 spaces that might be a top-level opener (unless it provably closes
+#      the same way whether or not it sits in a list item), a line that may open an
+#      HTML block, a container prefix deep enough to reach markdown-it's nesting limit.
+#      A zone starts at a "cut" where no container or leaf block is open (start of
+#      text, after a top-level fence, or a non-blank column-0 line after an empty
+#      line) and ends at the next cut; it is extended while markdown-it shows a
+#      top-level fence or HTML block running into its end, and runs to the end of the
+#      text if the nesting limit was approached.
+#   The full path (`full=True`) is one zone covering the whole text.
+#
+# Must never: raise on any `str`, take more than linear time, import markdown_it at
+# module import time, or return a fence inside a block quote, HTML block, indented
+# code or another fence.
+#
+# Invariants:
+#   Rule 1: line endings CRLF, CR and LF each end a line; NUL reads as U+FFFD (exactly
+#           markdown-it's normalisation), so line numbers and bodies match it.
+#   Rule 2: the fast and the full path return equal results on every input.
+from __future__ import annotations
+
+from bisect import bisect_left
+
+import attrs
+
+from markertools._extract_scan import (
+    BLANK,
+    CAND,
+    CH,
+    COL0,
+    IND,
+    LE,
+    LS,
+    PK,
+    RS,
+    RUN,
+    VALID,
+    WIDTH,
+    FenceLine,
+    Violations,
+    blank_cut_before,
+    deep_line_in,
+    fence_lines,
+    gap_risk,
+    may_have_candidates,
+    next_cut,
+)
+from markertools._nearmiss import ORDINARY, classify
+
+
+@attrs.frozen
+class RawBlock:
+    """One fenced block whose info string is a kind name, an alias or a near miss."""
+
+    line: int  # 1-based line of the opening fence
+    info: str  # the info string as written (stripped of spaces and tabs)
+    kind: str | None  # the name as written when it is a kind name or alias, else None
+    suggestion: str | None  # near miss: the name it resembles (EXT-5)
+    body: str  # "" when the block is unclosed
+    closed: bool
+
+
+def normalize_text(text: str) -> str:
+    """Rule 1."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\0" in text:
+        text = text.replace("\0", "\ufffd")
+    return text
+
+
+class _Lines:
+    """1-based line number of a position; incremental, so a pass stays linear."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.line = 1
+
+    def at(self, pos: int) -> int:
+        if pos >= self.pos:
+            self.line += self.text.count("\n", self.pos, pos)
+        else:
+            self.line -= self.text.count("\n", pos, self.pos)
+        self.pos = pos
+        return self.line
+
+
+def _block(info: str, line: int, body: str, closed: bool) -> RawBlock | None:
+    written, suggestion = classify(info)
+    if written is None and suggestion is None:
+        return None
+    return RawBlock(line, info, written, suggestion, body if closed else "", closed)
+
+
+def extract_blocks(text: str, *, full: bool = False) -> tuple[RawBlock, ...]:
+    """The marker blocks of one turn's text, in order of appearance (EXT-1..6)."""
+    text = normalize_text(text)
+    if full:
+        return tuple(_Scanner(text, []).zone_blocks(0, len(text)))
+    if not may_have_candidates(text):
+        return ()
+    lines = fence_lines(text)
+    if not any(f[CAND] for f in lines):
+        return ()
+    return tuple(_Scanner(text, lines).run())
+
+
+class _Scanner:
+    def __init__(self, text: str, lines: list[FenceLine]) -> None:
+        self.text = text
+        self.n = len(text)
+        self.fl = lines
+        self.starts = [f[LS] for f in lines]
+        self.col0_cuts = [f[LS] for f in lines if f[PK] == COL0 and f[VALID]]
+        self.lines = _Lines(text)
+        self.violations = Violations(text)
+        self.out: list[RawBlock] = []
+        self.last_cut = 0
+        self._zone_end = 0
+
+    def _next_line(self, line_end: int) -> int:
+        return min(line_end + 1, self.n)
+
+    def run(self) -> list[RawBlock]:
+        fl = self.fl
+        last_cand = max(i for i, f in enumerate(fl) if f[CAND])
+        scan_from = 0
+        k = 0
+        while k <= last_cand:
+            f = fl[k]
+            ls = f[LS]
+            if scan_from < ls:
+                risk = gap_risk(self.text, scan_from, ls)
+                if risk >= 0:
+                    k = self.zone(risk)
+                    scan_from = self.last_cut
+                    continue
+                scan_from = ls
+            pkind = f[PK]
+            if pkind == COL0 and f[VALID]:
+                j = self._closer(k)
+                if f[CAND]:
+                    self._record_col0(f, fl[j] if j >= 0 else None)
+                if j < 0:
+                    break
+                self.last_cut = scan_from = self._next_line(fl[j][LE])
+                k = j + 1
+            elif f[CAND]:
+                k = self.zone(ls)
+                scan_from = self.last_cut
+            elif pkind == IND and f[VALID]:
+                j = self._accept_indented(k)
+                if j < 0:
+                    k = self.zone(ls)
+                    scan_from = self.last_cut
+                else:
+                    scan_from = self._next_line(fl[j][LE])
+                    k = j + 1
+            else:
+                scan_from = self._next_line(f[LE])
+                k += 1
+        return self.out
+
+    # ---- the simple cases -----------------------------------------------------
+
+    def _is_closer(self, g: FenceLine, f: FenceLine) -> bool:
+        return (
+            (g[PK] == COL0 or g[PK] == IND)
+            and g[CH] == f[CH]
+            and g[RUN] >= f[RUN]
+            and g[BLANK]
+        )
+
+    def _closer(self, k: int) -> int:
+        """Index of the line closing the top-level fence opened by line k, else -1."""
+        f = self.fl[k]
+        for j in range(k + 1, len(self.fl)):
+            if self._is_closer(self.fl[j], f):
+                return j
+        return -1
+
+    def _record_col0(self, f: FenceLine, closer: FenceLine | None) -> None:
+        info = self.text[f[RS] : f[LE]].strip(" \t")
+        body = self.text[self._next_line(f[LE]) : closer[LS]] if closer else ""
+        block = _block(info, self.lines.at(f[LS]), body, closer is not None)
+        if block is not None:
+            self.out.append(block)
+
+    def _accept_indented(self, k: int) -> int:
+        """A valid fence N indented w = 1..3 spaces, not a candidate. It is a top-level
+        opener, or it sits in a list item (whose content offset is <= w). Accept it
+        (return its closer's index) when both readings agree: a closing fence C
+        indented <= 3 comes before any non-blank line indented less than w (so a list
+        item would still be open at C, and C closes N either way), with no candidate
+        and no deep container prefix in between. Else -1 (a zone decides)."""
+        n_line = self.fl[k]
+        limit = self.violations.after(n_line[WIDTH], n_line[LE])
+        for j in range(k + 1, len(self.fl)):
+            g = self.fl[j]
+            if g[LS] >= limit or g[CAND]:
+                return -1
+            if self._is_closer(g, n_line):
+                if deep_line_in(self.text, n_line[LE], g[LS]):
+                    return -1
+                return j
+        return -1
+
+    # ---- zones -----------------------------------------------------------------
+
+    def zone(self, trigger: int) -> int:
+        """Parse the zone around the line starting at `trigger` with markdown-it, record
+        its blocks, and return the index of the first fence line after it (the zone
+        end becomes the last cut)."""
+        start = blank_cut_before(self.text, self.last_cut, trigger)
+        trigger_end = self.text.find("\n", trigger)
+        end = self._cut_after(self.n if trigger_end < 0 else trigger_end)
+        self.zone_blocks(start, end)
+        self.last_cut = self._zone_end
+        return bisect_left(self.starts, self._zone_end)
+
+    def _cut_after(self, pos: int) -> int:
+        i = bisect_left(self.col0_cuts, pos + 1)
+        col0 = self.col0_cuts[i] if i < len(self.col0_cuts) else self.n
+        return next_cut(self.text, pos, col0)
+
+    def zone_blocks(self, start: int, end: int) -> list[RawBlock]:
+        from markertools._extract_md import parse_region
+
+        while True:
+            result = parse_region(self.text[start:end])
+            if end >= self.n or (result.safe_end and not result.nesting_limit):
+                break
+            if result.nesting_limit:
+                end = self.n
+            else:
+                end = self._cut_after(max(end, start + 2 * (end - start)) - 1)
+        self._zone_end = end
+        first_line = self.lines.at(start)
+        for fence in result.fences:
+            info = fence.info.strip(" \t")
+            if classify(info) == ORDINARY:
+                continue
+            block = _block(info, first_line + fence.line, fence.body, fence.closed)
+            if block is not None:
+                self.out.append(block)
+        return self.out

@@ -1,0 +1,204 @@
+# Owns: the fast half of extraction: finding every fence-like line with C-speed
+# `str.find` (a possible fence run of 3+ backticks or tildes after at most a
+# container-like prefix), and the line scanner that proves the simple cases: fences
+# opened at column 0 outside any container. Whatever it cannot prove is handed to
+# markdown-it as a "zone" (see `_extract.py` for the argument why zones are exact).
+#
+# Must never: decide a fence that is not at column 0 (those go to a zone), look at a
+# line twice in a way that makes the cost superlinear, or raise.
+#
+# Invariants:
+#   Rule 1: `fence_lines` lists every line whose first non-container characters are a
+#           run of 3+ "`" or "~", in order, one entry per line.
+#   Rule 2: a column-0 fence line outside an open top-level fence or HTML block is a
+#           top-level opener (it closes every container and interrupts paragraphs).
+#   Rule 3: every text position is examined by each regex at most a constant number
+#           of times (cut searches are bounded by the previous cut / next event).
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from markertools._nearmiss import ORDINARY, classify
+
+# A fence line: (ls, fs, rs, le, ch, run, pkind, width, valid, blank, cand)
+LS, FS, RS, LE, CH, RUN, PK, WIDTH, VALID, BLANK, CAND = range(11)
+COL0, IND, DEEP, CONT = 0, 1, 2, 3  # prefix kinds: none, 1-3 spaces, other blank, containers
+FenceLine = tuple[int, int, int, int, str, int, int, int, bool, bool, bool]
+
+_PREFIX = re.compile(r"[ \t>*+\-.)0-9]*")
+_RUNS: Final[dict[str, re.Pattern[str]]] = {"`": re.compile("`+"), "~": re.compile("~+")}
+_MARKER = re.compile(r"[>*+\-0-9]")
+DEEP_COLUMNS: Final[int] = 16  # container prefixes this wide may reach markdown-it's nesting limit
+_GAP_RISK = re.compile(r"\n(?: {0,3}<|[ \t>*+\-.)0-9]*\t|[ >*+\-.)0-9]{%d})" % DEEP_COLUMNS)
+_GAP_RISK_FIRST = re.compile(r" {0,3}<|[ \t>*+\-.)0-9]*\t|[ >*+\-.)0-9]{%d}" % DEEP_COLUMNS)
+_DEEP_LINE = re.compile(r"\n(?:[ \t>*+\-.)0-9]*\t|[ >*+\-.)0-9]{%d})" % DEEP_COLUMNS)
+_VIOLATING = {w: re.compile(r"\n(?! {%d}|[ \t]*(?:\n|\Z))" % w) for w in (1, 2, 3)}
+_BLANK_CUT = re.compile(r"\n[ \t]*\n(?=[^ \t\n])")
+
+
+# Prefilter (EXT-6): a candidate's info string is at least 7 characters long (names
+# are 9-17 ASCII characters, near misses are within distance 2 after removing edge
+# punctuation, folding ASCII case and `_`), so only fence runs followed by 7+
+# characters can start a candidate. Over-matching is fine; missing one is not.
+_MAYBE_CAND = {
+    "`": re.compile(r"```[ \t`]*[^\n \t`][^\n]{6,}"),
+    "~": re.compile(r"~~~[ \t~]*[^\n \t~][^\n]{6,}"),
+}
+_LINE_TAIL = {"`": re.compile(r"```[^\n]*"), "~": re.compile(r"~~~[^\n]*")}
+_ordinary_tails: set[str] = set()
+_TAILS_LIMIT: Final[int] = 4096
+
+
+def _tail_info(tail: str, ch: str) -> str | None:
+    """The info string of a fence run plus the rest of its line; None if invalid."""
+    rest = tail.lstrip(ch)
+    if ch == "`" and "`" in rest:
+        return None
+    return rest.strip(" \t")
+
+
+def may_have_candidates(text: str) -> bool:
+    """False only when no fence run in `text` is followed by a kind-like info string."""
+    for ch, pattern in _MAYBE_CAND.items():
+        tails = set(pattern.findall(text))
+        tails.difference_update(_ordinary_tails)
+        for tail in tails:
+            info = _tail_info(tail, ch)
+            if info and classify(info) != ORDINARY:
+                return True
+            if len(_ordinary_tails) >= _TAILS_LIMIT:
+                _ordinary_tails.clear()
+            if len(tail) <= 80:
+                _ordinary_tails.add(tail)
+    return False
+
+
+def _collect(text: str, ch: str, out: list[FenceLine]) -> None:
+    """Rule 1 for one fence character. Lines whose prefix holds container markers or
+    4+ columns of indentation are kept only when they are candidates: the scanner
+    needs nothing else from them (deep prefixes are found by `gap_risk`)."""
+    rfind = text.rfind
+    prefix_ok = _PREFIX.fullmatch
+    for match in _LINE_TAIL[ch].finditer(text):
+        fs, le = match.span()
+        ls = rfind("\n", 0, fs) + 1
+        width = fs - ls
+        if width == 0:
+            pkind = COL0
+        elif width <= 3 and text.startswith("   "[:width], ls):
+            pkind = IND
+        elif prefix_ok(text, ls, fs):
+            pkind = DEEP if not text[ls:fs].strip(" \t") else CONT
+        else:
+            continue
+        tail = match.group()
+        rest = tail.lstrip(ch)
+        run = len(tail) - len(rest)
+        valid = ch == "~" or "`" not in rest
+        info = rest.strip(" \t")
+        cand = bool(valid and len(info) > 6 and classify(info) != ORDINARY)
+        if pkind >= DEEP and not cand:
+            continue
+        out.append((ls, fs, fs + run, le, ch, run, pkind, width, valid, not info, cand))
+
+
+def fence_lines(text: str) -> list[FenceLine]:
+    """Rule 1: the fence-like lines of `text` (normalised) that matter, in order."""
+    out: list[FenceLine] = []
+    _collect(text, "`", out)
+    tildes: list[FenceLine] = []
+    _collect(text, "~", tildes)
+    if tildes:
+        out.extend(tildes)
+        out.sort()
+    return out
+
+
+def is_deep_prefix(text: str, ls: int) -> bool:
+    """A container prefix wide enough to reach markdown-it's nesting limit."""
+    match = _PREFIX.match(text, ls)
+    prefix = match.group() if match else ""
+    columns = 0
+    for c in prefix:
+        columns = columns + 4 - columns % 4 if c == "\t" else columns + 1
+    return columns >= DEEP_COLUMNS and _MARKER.search(prefix) is not None
+
+
+def gap_risk(text: str, start: int, end: int) -> int:
+    """Line start of the first line in [start, end) that could open a top-level HTML
+    block or nest containers deeply, else -1. `start` and `end` are line starts."""
+    pos = start
+    if pos == 0:
+        first = _GAP_RISK_FIRST.match(text, 0, end)
+        if first is not None and (first.group().lstrip(" ").startswith("<") or is_deep_prefix(text, 0)):
+            return 0
+        pos = 1
+    while pos < end:
+        found = _GAP_RISK.search(text, pos - 1, end)
+        if found is None:
+            return -1
+        line = found.start() + 1
+        if text.startswith("<", found.end() - 1) or is_deep_prefix(text, line):
+            return line
+        pos = line + 1
+    return -1
+
+
+def deep_line_in(text: str, start: int, end: int) -> bool:
+    """Whether a line in (start, end) has a deep container prefix (start = a line end)."""
+    pos = start
+    while pos < end:
+        found = _DEEP_LINE.search(text, pos, end)
+        if found is None:
+            return False
+        if is_deep_prefix(text, found.start() + 1):
+            return True
+        pos = found.start() + 1
+    return False
+
+
+class Violations:
+    """First non-blank line with fewer than w leading spaces after a position, per w;
+    memoised so each w scans the text at most once (Rule 3)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.memo: dict[int, tuple[int, int]] = {}
+
+    def after(self, w: int, pos: int) -> int:
+        known = self.memo.get(w)
+        if known is not None and known[0] <= pos < known[1]:
+            return known[1]
+        found = _VIOLATING[w].search(self.text, pos)
+        hit = found.start() + 1 if found else len(self.text)
+        self.memo[w] = (pos, hit)
+        return hit
+
+
+def blank_cut_before(text: str, floor: int, t: int) -> int:
+    """The latest line start c in [floor, t] preceded by an empty line whose first
+    character is not blank (a place where every container has closed), else floor."""
+    end = t
+    lower = max(floor - 2, 0)
+    while True:
+        p = text.rfind("\n\n", lower, end)
+        if p < 0:
+            return floor
+        c = p + 2
+        if c >= floor and c < len(text) and text[c] not in " \t\n":
+            return c
+        end = p + 1
+
+
+def next_cut(text: str, pos: int, col0_cut: int) -> int:
+    """The first cut after position `pos` (a line end): an empty or blank line followed
+    by a non-blank column-0 line, or `col0_cut` (a column-0 fence line), if earlier."""
+    found = _BLANK_CUT.search(text, pos, min(col0_cut + 1, len(text)))
+    if found is not None and found.end() < col0_cut:
+        return found.end()
+    return col0_cut
+
+
+Classifier = Callable[[str], tuple[str | None, str | None]]

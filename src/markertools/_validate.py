@@ -1,0 +1,304 @@
+# Owns: turning one block's body into its params (SPEC §3 and §4 field rules), driven
+# by the kind table: strict JSON (VAL-1), null = absent (VAL-2), integer rules
+# (VAL-3), clamps with a note stating the value used (VAL-4), non-blank required
+# strings and inclusive length limits (VAL-5), unknown fields ignored and noted
+# (VAL-6), alias ambiguity (VAL-7), `@NAME` kept verbatim (VAL-8), and the named
+# kind-level rules of the table (POL-1 wait_seconds, TDU-1 "something to update").
+#
+# Must never: raise for anything a body contains (a field problem is a `Msg` reason
+# naming the field, what was wrong and what was expected), build a params object
+# that breaks a field rule, or resolve an `@NAME` (delivery does, VAL-8).
+#
+# Invariants:
+#   Rule 1: fields are checked in table order; the first problem is the reason.
+#   Rule 2: every clamp, fold, drop or ignore that changes what the agent wrote adds
+#           exactly one note to the command.
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import attrs
+
+from markertools._jsonstrict import JsonRefusal, loads_object
+from markertools._kindspec import MS_THRESHOLD, FieldSpec, KindSpec, default_of, expected
+from markertools._msg import Msg, msg
+from markertools._params import Params
+from markertools._timeparse import epoch_from_number, parse_iso
+
+EPOCH_MIN: Final[float] = -62135596800.0  # 0001-01-01T00:00:00Z
+EPOCH_MAX: Final[float] = 253402300799.0  # 9999-12-31T23:59:59Z
+_ABSENT: Final = object()
+
+
+@attrs.frozen
+class Validated:
+    params: Params
+    notes: tuple[Msg, ...] = ()
+
+
+class _Skip(Exception):
+    def __init__(self, reason: Msg) -> None:
+        super().__init__(reason.key)
+        self.reason = reason
+
+
+def _got(value: object) -> Msg:
+    """What the agent wrote, for a reason: the JSON type, and the value when short."""
+    if isinstance(value, bool):
+        return msg("parse.got.value", value="true" if value else "false")
+    if value is None:
+        return msg("parse.got.value", value="null")
+    if isinstance(value, int | float):
+        text = repr(value) if isinstance(value, float) else str(value)
+        return msg("parse.got.value", value=text if len(text) <= 40 else text[:37] + "…")
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "…"
+        return msg("parse.got.string", value=shown)
+    if isinstance(value, list):
+        return msg("parse.type.list")
+    return msg("parse.type.object")
+
+
+def _type_error(spelling: str, field: FieldSpec, value: object) -> _Skip:
+    return _Skip(msg("parse.field.type", field=spelling, got=_got(value), exp=expected(field)))
+
+
+@attrs.define
+class _Work:
+    """Scratch state of one validation: converted values and notes per field."""
+
+    values: dict[str, Any] = attrs.Factory(dict)
+    notes: dict[str, Msg] = attrs.Factory(dict)
+    extra_notes: list[Msg] = attrs.Factory(list)
+
+
+def _pick(body: dict[str, Any], field: FieldSpec) -> tuple[str, object]:
+    """(spelling, value) of a field, VAL-2 (null = absent) and VAL-7 (alias ambiguity)."""
+    present = [(s, body[s]) for s in field.spellings if s in body and body[s] is not None]
+    if not present:
+        return field.name, _ABSENT
+    first_spelling, first = present[0]
+    for spelling, value in present[1:]:
+        if not _same_json(first, value):
+            names = tuple(s for s, _ in present)
+            raise _Skip(msg("parse.field.ambiguous", fields=names, field=field.name))
+    return first_spelling, first
+
+
+def _same_json(a: object, b: object) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _text(spelling: str, field: FieldSpec, value: object) -> str | None:
+    if not isinstance(value, str):
+        raise _type_error(spelling, field, value)
+    if value == "" and field.empty_is_absent:
+        return None
+    if field.nonblank and not value.strip():
+        raise _Skip(msg("parse.field.blank", field=spelling, exp=expected(field)))
+    if len(value) < field.min_len or (field.max_len is not None and len(value) > field.max_len):
+        raise _Skip(
+            msg("parse.field.length", field=spelling, length=len(value), exp=expected(field))
+        )
+    return value
+
+
+def _int(spelling: str, field: FieldSpec, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _type_error(spelling, field, value)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise _Skip(msg("parse.field.fraction", field=spelling, got=_got(value)))
+        return int(value)
+    return value
+
+
+def _clamped(field: FieldSpec, spelling: str, number: int, work: _Work) -> int:
+    if field.clamp is not None:
+        low, high = field.clamp
+        used = min(max(number, low), high)
+        if used != number:
+            work.notes[field.name] = msg(
+                "parse.note.clamped", field=spelling, given=number, used=used, min=low, max=high
+            )
+        return used
+    if field.bounds is not None and not field.bounds[0] <= number <= field.bounds[1]:
+        raise _Skip(
+            msg("parse.field.range", field=spelling, got=_got(number), exp=expected(field))
+        )
+    return number
+
+
+def _epoch(spelling: str, field: FieldSpec, value: object, work: _Work) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _type_error(spelling, field, value)
+    seconds = epoch_from_number(float(value))
+    if seconds is None or value < 0:
+        raise _Skip(msg("parse.field.negative_time", field=spelling, got=_got(value)))
+    if seconds > EPOCH_MAX:
+        raise _Skip(msg("parse.field.time_range", field=spelling, got=_got(value)))
+    if value >= MS_THRESHOLD:
+        work.notes[field.name] = msg("parse.note.milliseconds", field=spelling, used=seconds)
+    return seconds
+
+
+def _time(spelling: str, field: FieldSpec, value: object) -> float:
+    if isinstance(value, str):
+        seconds = parse_iso(value)
+        if seconds is None:
+            raise _Skip(msg("parse.field.time", field=spelling, got=_got(value)))
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = epoch_from_number(float(value))
+        if seconds is None:
+            raise _Skip(msg("parse.field.time", field=spelling, got=_got(value)))
+    else:
+        raise _type_error(spelling, field, value)
+    if not EPOCH_MIN <= seconds <= EPOCH_MAX:
+        raise _Skip(msg("parse.field.time_range", field=spelling, got=_got(value)))
+    return seconds
+
+
+def _ref_list(spelling: str, field: FieldSpec, value: object, work: _Work) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _type_error(spelling, field, value)
+    if not value:
+        raise _Skip(msg("parse.field.empty_list", field=spelling, exp=expected(field)))
+    unique: list[str] = []
+    duplicates: list[str] = []
+    for index, item in enumerate(value):
+        where = f"{spelling}[{index}]"
+        if not isinstance(item, str):
+            raise _Skip(msg("parse.field.type", field=where, got=_got(item), exp=msg("parse.exp.ref")))
+        if not item.strip():
+            raise _Skip(msg("parse.field.blank", field=where, exp=msg("parse.exp.ref")))
+        (duplicates if item in unique else unique).append(item)
+    if duplicates:
+        work.extra_notes.append(msg("parse.note.duplicates", field=spelling, ids=tuple(duplicates)))
+    keep = field.max_items if field.max_items is not None else len(unique)
+    if len(unique) > keep:
+        work.values["dropped_task_ids"] = tuple(unique[keep:])
+        work.extra_notes.append(
+            msg("parse.note.dropped", field=spelling, max=keep, ids=tuple(unique[keep:]))
+        )
+    return tuple(unique[:keep])
+
+
+def _convert(field: FieldSpec, spelling: str, value: object, work: _Work) -> object:
+    kind = field.kind
+    if kind == "text":
+        return _text(spelling, field, value)
+    if kind == "ref":
+        if not isinstance(value, str):
+            raise _type_error(spelling, field, value)
+        if not value.strip():
+            raise _Skip(msg("parse.field.blank", field=spelling, exp=expected(field)))
+        return value
+    if kind == "ref_list":
+        return _ref_list(spelling, field, value, work)
+    if kind == "enum":
+        if not isinstance(value, str):
+            raise _type_error(spelling, field, value)
+        if value not in field.choices:
+            raise _Skip(msg("parse.field.choice", field=spelling, got=_got(value), exp=expected(field)))
+        return dict(field.folds).get(value, value)
+    if kind == "int":
+        return _clamped(field, spelling, _int(spelling, field, value), work)
+    if kind == "epoch":
+        return _epoch(spelling, field, value, work)
+    if kind == "time":
+        return _time(spelling, field, value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise _type_error(spelling, field, value)
+        return value
+    raise _Skip(msg("parse.field.forbidden", field=spelling, got=_got(value)))
+
+
+# ---- named kind-level rules (the table names them; implemented once here) ----------
+
+
+def _fold_wait_seconds(kind: KindSpec, work: _Work, written: dict[str, str]) -> None:
+    """POL-1: wait_seconds overrides interval and timeout, each then clamped."""
+    wait = work.values.pop("wait_seconds", None)
+    if wait is None:
+        return
+    for name in ("interval_seconds", "timeout_seconds"):
+        field = kind.field(name)
+        work.notes.pop(name, None)
+        work.values[name] = _clamped(field, f"{name} (wait_seconds)", wait, work)
+    overridden = tuple(n for n in ("interval_seconds", "timeout_seconds") if n in written)
+    if overridden:
+        work.extra_notes.append(
+            msg("parse.note.wait_seconds_override", wait=wait, fields=overridden)
+        )
+
+
+def _needs_update(kind: KindSpec, work: _Work, written: dict[str, str]) -> None:
+    """TDU-1: at least one updatable field besides `id`."""
+    updatable = tuple(f.name for f in kind.fields if f.name != "id")
+    if all(work.values.get(name) is None for name in updatable):
+        raise _Skip(msg("parse.field.nothing_to_update", fields=updatable))
+
+
+_POST_RULES: Final[dict[str, Callable[[KindSpec, _Work, dict[str, str]], None]]] = {
+    "fold_wait_seconds": _fold_wait_seconds,
+    "needs_update": _needs_update,
+}
+
+
+def validate_body(kind: KindSpec, body: str) -> Validated | Msg:
+    """The params of one block of `kind`, or the reason it is skipped (never raises)."""
+    parsed = loads_object(body)
+    if isinstance(parsed, JsonRefusal):
+        return parsed.reason
+    try:
+        return _validate_object(kind, parsed)
+    except _Skip as skip:
+        return skip.reason
+
+
+def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
+    if kind.ignore_all_fields:  # QUO-1
+        ignored = tuple(body)
+        notes = (msg("parse.note.ignored_fields", kind=kind.name, fields=ignored),) if ignored else ()
+        return Validated(kind.params(ignored_fields=ignored), notes)
+    work = _Work()
+    written: dict[str, str] = {}
+    for field in kind.fields:
+        spelling, value = _pick(body, field)
+        if value is _ABSENT:
+            if field.required:
+                raise _Skip(_missing(kind, field, body))
+            work.values[field.name] = default_of(kind, field)
+            continue
+        written[field.name] = spelling
+        work.values[field.name] = _convert(field, spelling, value, work)
+    for rule in kind.post_rules:
+        _POST_RULES[rule](kind, work, written)
+    known = {s for f in kind.fields for s in f.spellings}
+    unknown = tuple(k for k in body if k not in known)
+    notes = [*work.notes.values(), *work.extra_notes]
+    if unknown:
+        notes.append(msg("parse.note.unknown_fields", kind=kind.name, fields=unknown))
+    params_fields = {f.name for f in kind.fields if f.param}
+    args = {k: v for k, v in work.values.items() if k in params_fields or k == "dropped_task_ids"}
+    return Validated(kind.params(**args), tuple(notes))
+
+
+def _missing(kind: KindSpec, field: FieldSpec, body: dict[str, Any]) -> Msg:
+    known = {s for f in kind.fields for s in f.spellings}
+    unknown = tuple(k for k in body if k not in known)
+    spellings = field.spellings
+    if unknown:
+        return msg(
+            "parse.field.missing_with_unknown",
+            field=field.name, spellings=spellings, exp=expected(field), unknown=unknown,
+        )  # fmt: skip
+    return msg("parse.field.missing", field=field.name, spellings=spellings, exp=expected(field))

@@ -1,0 +1,181 @@
+"""Orchestration proposals (SPEC §11, seed 004): a pure core, no I/O.
+
+- Validation: `validate_proposal(value)` / `validate_proposal_text(text)` return a
+  `ProposalCheck` holding a frozen `Proposal` or every `PlanIssue` (path + message);
+  `validate_host_settings(value)` does the same for `HostSettings` (PLN-10).
+- Scheduling: `schedule(proposal, finished, running, max_concurrent)` (PLN-5),
+  `topological_order`, `find_cycles` (PLN-3).
+- Runs: `new_run(...)` then `apply(state, event, now) -> Step` for every event
+  (PLN-6..9); the transition tables `RUN_MACHINE` / `ROLE_MACHINE`; read-only
+  questions (`launchable`, `launch_payload`, `due_notices`, ...). Ids and times
+  always arrive as arguments.
+- JSON: `run_to_json` / `run_from_json`, `event_to_json` / `event_from_json`,
+  `proposal_to_json` (camelCase, round-trips exactly).
+The store (atomic run record, JSONL event log, host lock) is
+`markertools_adapters.planstore`.
+"""
+
+from __future__ import annotations
+
+from markertools.plans._codec import (
+    event_from_json,
+    event_to_json,
+    proposal_to_json,
+    run_from_json,
+    run_to_json,
+)
+from markertools.plans._events import (
+    Applied,
+    Cancel,
+    DecisionTimeout,
+    Dispatch,
+    Dropped,
+    Duplicate,
+    Event,
+    Finish,
+    HostOnline,
+    HostRestarted,
+    Launch,
+    NotifyResult,
+    Outcome,
+    Pause,
+    QuotaObserved,
+    Refused,
+    Resume,
+    StartRun,
+    TurnEnded,
+    TurnStarted,
+)
+from markertools.plans._graph import (
+    ReadyRole,
+    Schedule,
+    ScheduleError,
+    find_cycles,
+    schedule,
+    topological_order,
+)
+from markertools.plans._json import NotJson, loads_strict
+from markertools.plans._machines import (
+    ROLE_MACHINE,
+    ROLE_STATES,
+    RUN_MACHINE,
+    RUN_STATES,
+    Illegal,
+    Machine,
+    Moved,
+    transition,
+)
+from markertools.plans._model import (
+    RANGES,
+    HostCheck,
+    HostSettings,
+    PlanIssue,
+    Proposal,
+    ProposalCheck,
+    QuotaPolicy,
+    Role,
+    Supervision,
+)
+from markertools.plans._notify import RETRY_DELAYS, due_notices
+from markertools.plans._proposal import (
+    is_full_access,
+    normalize_cwd,
+    validate_host_settings,
+    validate_proposal,
+    validate_proposal_text,
+)
+from markertools.plans._queries import (
+    LaunchPayload,
+    decision_ids_needed,
+    due_decision_timeouts,
+    launch_payload,
+    launchable,
+    overdue_turns,
+)
+from markertools.plans._quota import (
+    QuotaOk,
+    QuotaStop,
+    QuotaUnobserved,
+    QuotaWindow,
+    quota_verdict,
+)
+from markertools.plans._state import Alert, Notice, RoleRun, RunState, new_run
+from markertools.plans._supervision import Step, apply
+
+__all__ = [
+    "RANGES",
+    "RETRY_DELAYS",
+    "ROLE_MACHINE",
+    "ROLE_STATES",
+    "RUN_MACHINE",
+    "RUN_STATES",
+    "Alert",
+    "Applied",
+    "Cancel",
+    "DecisionTimeout",
+    "Dispatch",
+    "Dropped",
+    "Duplicate",
+    "Event",
+    "Finish",
+    "HostCheck",
+    "HostOnline",
+    "HostRestarted",
+    "HostSettings",
+    "Illegal",
+    "Launch",
+    "LaunchPayload",
+    "Machine",
+    "Moved",
+    "NotJson",
+    "Notice",
+    "NotifyResult",
+    "Outcome",
+    "Pause",
+    "PlanIssue",
+    "Proposal",
+    "ProposalCheck",
+    "QuotaObserved",
+    "QuotaOk",
+    "QuotaPolicy",
+    "QuotaStop",
+    "QuotaUnobserved",
+    "QuotaWindow",
+    "ReadyRole",
+    "Refused",
+    "Resume",
+    "Role",
+    "RoleRun",
+    "RunState",
+    "Schedule",
+    "ScheduleError",
+    "StartRun",
+    "Step",
+    "Supervision",
+    "TurnEnded",
+    "TurnStarted",
+    "apply",
+    "decision_ids_needed",
+    "due_decision_timeouts",
+    "due_notices",
+    "event_from_json",
+    "event_to_json",
+    "find_cycles",
+    "is_full_access",
+    "launch_payload",
+    "launchable",
+    "loads_strict",
+    "new_run",
+    "normalize_cwd",
+    "overdue_turns",
+    "proposal_to_json",
+    "quota_verdict",
+    "run_from_json",
+    "run_to_json",
+    "schedule",
+    "topological_order",
+    "transition",
+    "validate_host_settings",
+    "validate_proposal",
+    "validate_proposal_text",
+]

@@ -1,0 +1,165 @@
+# Owns: the run handlers for control and supervision (PLN-6, 8, 9): quota
+# observations, pause / resume / cancel, notification delivery results, the host
+# coming back online, and the recovery step after a host restart.
+#
+# Invariants:
+#   Rule 1: pure handlers `(state, event, now) -> (state, outcome)`.
+#   Rule 2: resuming needs a fresh decision id for exactly the paused roles, is
+#           refused while a role is still stopping, and keeps `total_reminders`.
+#   Rule 3: after a restart, every role whose turn was live is paused with its
+#           instruction kept as `interrupted_instruction`; it is never re-sent.
+from __future__ import annotations
+
+import attrs
+
+from markertools._msg import msg
+from markertools.plans import _notify
+from markertools.plans._events import (
+    Applied,
+    Cancel,
+    Dropped,
+    HostOnline,
+    HostRestarted,
+    NotifyResult,
+    Pause,
+    QuotaObserved,
+    Refused,
+    Resume,
+)
+from markertools.plans._fields import quote
+from markertools.plans._machines import LIVE_ROLE_STATES, RUN_MACHINE, Illegal, transition
+from markertools.plans._quota import QuotaStop, QuotaUnobserved, quota_verdict
+from markertools.plans._runops import (
+    ANY_DETAIL,
+    Result,
+    alert,
+    fresh,
+    must,
+    or_any,
+    pause,
+    put,
+    stop,
+)
+from markertools.plans._state import RunState
+
+
+def quota(state: RunState, ev: QuotaObserved, now: float) -> Result:
+    state = attrs.evolve(state, quota_windows=ev.windows)
+    verdict = quota_verdict(state.proposal.quota, ev.windows)
+    if isinstance(verdict, QuotaUnobserved):
+        if not state.quota_unobserved:
+            note = msg(
+                "plan.quota_unobserved",
+                bucket=or_any(verdict.bucket),
+                window=or_any(verdict.window_minutes),
+            )
+            state = alert(attrs.evolve(state, quota_unobserved=True), now, note)
+        return state, Applied()
+    state = attrs.evolve(state, quota_unobserved=False)
+    if isinstance(verdict, QuotaStop) and state.status == "running":
+        w = verdict.window
+        detail = msg(
+            "plan.paused.quota",
+            bucket=or_any(w.bucket),
+            window=or_any(w.window_minutes),
+            left=w.left_percent,
+            threshold=verdict.threshold,
+        )
+        return pause(state, "quota", detail, now), Applied(detail)
+    return state, Applied()
+
+
+def pause_ev(state: RunState, ev: Pause, now: float) -> Result:
+    step = transition(RUN_MACHINE, state.status, "pause")
+    if isinstance(step, Illegal):
+        return state, Refused(step.reason)
+    return pause(state, "user", msg("plan.paused.user"), now), Applied()
+
+
+def resume(state: RunState, ev: Resume, now: float) -> Result:
+    step = transition(RUN_MACHINE, state.status, "resume")
+    if isinstance(step, Illegal):
+        return state, Refused(step.reason)
+    for r in state.roles:
+        if r.status == "stopping":
+            return state, Refused(msg("plan.resume_stopping", role=quote(r.name)))
+    given = dict(ev.decision_ids)
+    need = [r.name for r in state.roles if r.status == "paused"]
+    for name in need:
+        if name not in given:
+            return state, Refused(msg("plan.resume_missing_id", role=quote(name)))
+    for name, _ in ev.decision_ids:
+        if name not in need:
+            return state, Refused(msg("plan.resume_extra_id", role=quote(name)))
+    if len(given) != len(ev.decision_ids):
+        return state, Refused(msg("plan.resume_twice"))
+    bad = fresh(state, [given[n] for n in need])
+    if bad is not None:
+        return state, bad
+    state = attrs.evolve(state, status="running", pause_reason=None)
+    state = _notify.wake(state, now)
+    for name in need:
+        role = state.role(name)
+        assert role is not None
+        d = given[name]
+        role = attrs.evolve(
+            must(role, "resume"),
+            decision_id=d,
+            decision_deadline=None,
+            decision_retries=0,
+            issued_decision_ids=(*role.issued_decision_ids, d),
+        )
+        state = _notify.enqueue(put(state, role), "decision", now, role=name, decision_id=d)
+    return state, Applied()
+
+
+def cancel(state: RunState, ev: Cancel, now: float) -> Result:
+    step = transition(RUN_MACHINE, state.status, "cancel")
+    if isinstance(step, Illegal):
+        return state, Refused(step.reason)
+    state = attrs.evolve(state, status="cancelled", roles=tuple(stop(r) for r in state.roles))
+    state = _notify.drop_stale(state)
+    return _notify.enqueue(state, "cancelled", now), Applied()
+
+
+def notify_result(state: RunState, ev: NotifyResult, now: float) -> Result:
+    notice = next((n for n in state.outbox if n.event_id == ev.notice_id), None)
+    if notice is None:
+        return state, Dropped(msg("plan.notice_gone", notice=quote(ev.notice_id)))
+    if ev.result == "delivered":
+        state = _notify.delivered(state, notice)
+        role = state.role(notice.role or "")
+        if _notify.is_current(state, notice) and role is not None:
+            deadline = now + state.proposal.supervision.decision_timeout_ms / 1000.0
+            state = put(state, attrs.evolve(role, decision_deadline=deadline))
+        return state, Applied()
+    if ev.result == "offline":
+        return _notify.offline(state, notice), Applied()
+    state, exhausted = _notify.failed(state, notice, now)
+    if not exhausted:
+        return state, Applied()
+    detail = msg("plan.paused.notify", n=state.notify_failures, error=ev.error or ANY_DETAIL)
+    return _notify.suspend(pause(state, "notify-failures", detail, now)), Applied(detail)
+
+
+def host_online(state: RunState, ev: HostOnline, now: float) -> Result:
+    return _notify.wake(state, now), Applied()
+
+
+def host_restarted(state: RunState, ev: HostRestarted, now: float) -> Result:
+    live = [r for r in state.roles if r.status in LIVE_ROLE_STATES]
+    if not live:
+        return state, Applied()
+    for r in live:
+        stopped = must(r, "stopped") if r.status == "stopping" else must(r, "stop", "stopped")
+        state = put(
+            state,
+            attrs.evolve(
+                stopped,
+                interrupted_instruction=r.inflight_instruction,
+                inflight_instruction=None,
+                turn_started_at=None,
+            ),
+        )
+    detail = msg("plan.paused.host_restart", roles=tuple(quote(r.name) for r in live))
+    return pause(state, "host-restart", detail, now), Applied(detail)

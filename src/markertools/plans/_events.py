@@ -1,0 +1,167 @@
+# Owns: the inputs of an orchestration run (every one carries an `event_id` used for
+# de-duplication, PLN-9) and the outcomes `apply` answers with. Decision ids and
+# thread ids arrive inside events: the core never invents an id or reads a clock.
+#
+# Invariants:
+#   Rule 1: events are plain frozen values that round-trip through JSON (the store's
+#           event log) with their `type` tag (`_codec.py`).
+#   Rule 2: an outcome is one of Applied / Duplicate / Dropped / Refused; only Applied
+#           and Dropped change the state (Dropped only records the event id).
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from markertools._msg import Msg
+from markertools.plans._quota import QuotaWindow
+
+TurnOutcome = Literal["completed", "failed", "interrupted", "timed_out"]
+NotifyOutcome = Literal["delivered", "failed", "offline"]
+
+
+@attrs.frozen
+class StartRun:
+    event_id: str
+
+
+@attrs.frozen
+class Launch:
+    """The host is about to send a queued role's pending instruction (PLN-5, PLN-10)."""
+
+    event_id: str
+    role: str
+
+
+@attrs.frozen
+class TurnStarted:
+    event_id: str
+    role: str
+    thread_id: str | None = None
+
+
+@attrs.frozen
+class TurnEnded:
+    """A role's turn ended; `decision_id` is the fresh id of the decision it awaits."""
+
+    event_id: str
+    role: str
+    decision_id: str
+    reply: str | None = None
+    outcome: TurnOutcome = "completed"
+
+
+@attrs.frozen
+class Dispatch:
+    """The main agent's next instruction for a role (dots_dispatch, PLN-7)."""
+
+    event_id: str
+    role: str
+    decision_id: str
+    instruction: str
+
+
+@attrs.frozen
+class Finish:
+    """The main agent accepts a role's result (dots_finish, PLN-5)."""
+
+    event_id: str
+    role: str
+    conclusion: str
+    decision_id: str | None = None
+
+
+@attrs.frozen
+class DecisionTimeout:
+    event_id: str
+    role: str
+    decision_id: str
+
+
+@attrs.frozen
+class QuotaObserved:
+    event_id: str
+    windows: tuple[QuotaWindow, ...] = ()
+
+
+@attrs.frozen
+class Pause:
+    event_id: str
+
+
+@attrs.frozen
+class Resume:
+    """`decision_ids`: a fresh decision id for every paused role (PLN-7)."""
+
+    event_id: str
+    decision_ids: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class Cancel:
+    event_id: str
+
+
+@attrs.frozen
+class NotifyResult:
+    """What happened when the host tried to deliver outbox notice `notice_id`."""
+
+    event_id: str
+    notice_id: str
+    result: NotifyOutcome
+    error: str | None = None
+
+
+@attrs.frozen
+class HostOnline:
+    """The main conversation is resident again: offline notices become due."""
+
+    event_id: str
+
+
+@attrs.frozen
+class HostRestarted:
+    """Applied once after a host (re)loads a run from its store (PLN-6 last sentence)."""
+
+    event_id: str
+
+
+Event = (
+    StartRun
+    | Launch
+    | TurnStarted
+    | TurnEnded
+    | Dispatch
+    | Finish
+    | DecisionTimeout
+    | QuotaObserved
+    | Pause
+    | Resume
+    | Cancel
+    | NotifyResult
+    | HostOnline
+    | HostRestarted
+)
+
+
+@attrs.frozen
+class Applied:
+    note: Msg | None = None  # e.g. "the run paused: turn limit reached"
+
+
+@attrs.frozen
+class Duplicate:
+    event_id: str
+
+
+@attrs.frozen
+class Dropped:
+    reason: Msg
+
+
+@attrs.frozen
+class Refused:
+    reason: Msg
+
+
+Outcome = Applied | Duplicate | Dropped | Refused

@@ -1,0 +1,284 @@
+# Owns: `LocalProcessExecutor` - starting a task's process in its own process group
+# and killing that whole group on cancel (CTL-2) - and `PgidRegistry`, the pid-file
+# registry that lets any process (another worker, the CLI) find a task's group.
+#
+# Registry: one JSON file per task under <state_dir>/pgids/, named by the SHA-256 of
+# the task id (any id is safe as a file name), holding
+# {"task_id", "pgid", "leader_start", "boot_id"}. leader_start is the group leader's
+# start time (clock ticks since boot, /proc/<pid>/stat field 22) and boot_id the
+# kernel boot id; both guard against signalling an unrelated group after pid reuse.
+#
+# Invariants:
+#   Rule 1: never signals process group 0 or 1, nor this process's own group.
+#   Rule 2: kill = SIGTERM to the group, wait up to the grace period, SIGKILL to the
+#           group, wait again; success only when no live (non-zombie) process is left
+#           in the group; otherwise it raises (the cancel's status change stands).
+#   Rule 3: a group with no live process, a missing record, or a record whose leader
+#           pid now belongs to another process (different start time or boot) is
+#           "no live process": signalled=False, never an error.
+#   Rule 4: a process that leaves its group (setsid / setpgid) escapes a group kill;
+#           this is a property of process groups (use the Docker executor, or a cgroup
+#           supervisor, for stronger containment).
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Final
+
+import attrs
+
+from markertools._model import Task
+from markertools._ports import KillResult
+
+_PROC: Final[Path] = Path("/proc")
+
+
+def default_state_dir() -> Path:
+    """$MARKERTOOLS_STATE_DIR, else $XDG_STATE_HOME/markertools, else
+    ~/.local/state/markertools. Created only when a process is registered."""
+    explicit = os.environ.get("MARKERTOOLS_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
+    return base / "markertools"
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields 3.. of /proc/<pid>/stat (index 0 = state), None when unavailable."""
+    try:
+        raw = (_PROC / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def proc_start_time(pid: int) -> int | None:
+    fields = _proc_stat(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+
+
+def boot_id() -> str | None:
+    try:
+        return (_PROC / "sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def live_group_members(pgid: int) -> list[int] | None:
+    """Pids of live (not zombie / dead) processes in group `pgid`; None without /proc."""
+    if not (_PROC / "self" / "stat").exists():
+        return None
+    members: list[int] = []
+    for entry in os.scandir(_PROC):
+        if not entry.name.isdigit():
+            continue
+        fields = _proc_stat(int(entry.name))
+        if fields is None or len(fields) < 3:
+            continue
+        if fields[2] == str(pgid) and fields[0] not in ("Z", "X", "x"):
+            members.append(int(entry.name))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    members = live_group_members(pgid)
+    if members is not None:
+        return bool(members)
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@attrs.frozen
+class GroupRecord:
+    task_id: str
+    pgid: int
+    leader_start: int | None = None
+    boot_id: str | None = None
+
+
+class PgidRegistry:
+    """Pid files under `<state_dir>/pgids/` (see the header)."""
+
+    def __init__(self, state_dir: Path | str) -> None:
+        self.directory = Path(state_dir) / "pgids"
+
+    def _file(self, task_id: str) -> Path:
+        digest = hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()
+        return self.directory / f"{digest}.json"
+
+    def record(self, record: GroupRecord) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        target = self._file(record.task_id)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(attrs.asdict(record)), encoding="utf-8")
+        os.replace(tmp, target)
+
+    def lookup(self, task_id: str) -> GroupRecord | None:
+        try:
+            data = json.loads(self._file(task_id).read_text(encoding="utf-8"))
+            record = GroupRecord(
+                task_id=str(data["task_id"]),
+                pgid=int(data["pgid"]),
+                leader_start=None
+                if data.get("leader_start") is None
+                else int(data["leader_start"]),
+                boot_id=None if data.get("boot_id") is None else str(data["boot_id"]),
+            )
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise RuntimeError(
+                f"unreadable process-group record for task {task_id!r}: {exc}"
+            ) from exc
+        return record if record.task_id == task_id else None
+
+    def forget(self, task_id: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._file(task_id).unlink()
+
+
+class LocalProcessExecutor:
+    """Starts tasks in their own process group and kills the whole group (CTL-2).
+
+    The group of a task is found, in order: through `pgid_lookup(task)` when given (the
+    caller's own table), else through the registry under `state_dir` (written by
+    `start` or `register`, possibly by another process)."""
+
+    def __init__(
+        self,
+        state_dir: Path | str | None = None,
+        *,
+        grace_seconds: float = 5.0,
+        kill_wait_seconds: float = 5.0,
+        poll_seconds: float = 0.02,
+        pgid_lookup: Callable[[Task], int | None] | None = None,
+    ) -> None:
+        self.registry = PgidRegistry(state_dir if state_dir is not None else default_state_dir())
+        self.grace_seconds = grace_seconds
+        self.kill_wait_seconds = kill_wait_seconds
+        self.poll_seconds = poll_seconds
+        self._pgid_lookup = pgid_lookup
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+
+    # ---- starting ----------------------------------------------------------------
+
+    def start(
+        self,
+        task: Task,
+        argv: Sequence[str],
+        cwd: Path | str,
+        *,
+        env: Mapping[str, str] | None = None,
+        stdout: IO[Any] | int | None = subprocess.DEVNULL,
+        stderr: IO[Any] | int | None = subprocess.DEVNULL,
+    ) -> int:
+        """Start `argv` in `cwd` as the leader of a new session and process group; record
+        the group for `task` and return the pid (= the pgid)."""
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            close_fds=True,
+        )
+        self._children[proc.pid] = proc
+        try:
+            self.register(task, proc.pid)
+        except BaseException:  # an unrecorded group could never be cancelled: stop it
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            del self._children[proc.pid]
+            raise
+        return proc.pid
+
+    def register(self, task: Task, pgid: int) -> None:
+        """Record a group the caller started itself (its leader must still be running
+        for the pid-reuse guard to be armed)."""
+        self.registry.record(GroupRecord(task.id, pgid, proc_start_time(pgid), boot_id()))
+
+    # ---- finding and killing -----------------------------------------------------
+
+    def process_group(self, task: Task) -> tuple[int | None, str]:
+        """(pgid, "") of the task's live group, or (None, why there is none)."""
+        if self._pgid_lookup is not None:
+            pgid = self._pgid_lookup(task)
+            if pgid is None:
+                return None, "the caller's lookup knows no process group for it"
+            return pgid, ""
+        record = self.registry.lookup(task.id)
+        if record is None:
+            return None, "no process group is recorded for it"
+        current_boot = boot_id()
+        if record.boot_id and current_boot and record.boot_id != current_boot:
+            self.registry.forget(task.id)
+            return None, f"its recorded process group {record.pgid} is from before a reboot"
+        start = proc_start_time(record.pgid)
+        if record.leader_start is not None and start is not None and start != record.leader_start:
+            self.registry.forget(task.id)
+            return None, f"pid {record.pgid} now belongs to another process"
+        return record.pgid, ""
+
+    def _reap(self) -> None:
+        for pid, proc in list(self._children.items()):
+            if proc.poll() is not None:
+                del self._children[pid]
+
+    def _wait_gone(self, pgid: int, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while True:
+            self._reap()
+            if not group_alive(pgid):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(self.poll_seconds)
+
+    def kill(self, task: Task) -> KillResult:
+        pgid, why = self.process_group(task)
+        if pgid is None:
+            return KillResult(False, f"no live process for task {task.id}: {why}")
+        if pgid <= 1 or pgid == os.getpgrp():
+            raise RuntimeError(f"refusing to signal process group {pgid} for task {task.id}")
+        self._reap()
+        if not group_alive(pgid):
+            self.registry.forget(task.id)
+            return KillResult(False, f"no live process: process group {pgid} has already exited")
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except ProcessLookupError:
+            self.registry.forget(task.id)
+            return KillResult(False, f"no live process: process group {pgid} has already exited")
+        if self._wait_gone(pgid, self.grace_seconds):
+            self.registry.forget(task.id)
+            return KillResult(True, f"process group {pgid}: SIGTERM; every process exited")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        if self._wait_gone(pgid, self.kill_wait_seconds):
+            self.registry.forget(task.id)
+            return KillResult(
+                True,
+                f"process group {pgid}: SIGTERM, then SIGKILL after {self.grace_seconds:g}s;"
+                " every process exited",
+            )
+        left = live_group_members(pgid)
+        raise RuntimeError(
+            f"process group {pgid} still has live processes after SIGKILL"
+            + (f": pids {', '.join(map(str, left))}" if left else "")
+        )

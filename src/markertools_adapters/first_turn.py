@@ -1,0 +1,140 @@
+# Owns: the worker-side glue of a claim (SPEC §8, §9): gather the first-turn injection
+# inputs through the ports and assemble the prompt (`first_turn_prompt`), requeue a
+# platform-interrupted task through the attempts ledger without ever raising
+# (`platform_requeue`), and the permission-checked attempts timeline (`attempt_timeline`).
+# Only calls ports and pure functions; writes nothing except through `platform_requeue`.
+#
+# Invariants:
+#   Rule 1 (INJ-3/4): a lookup that raises becomes `LookupFailed` and drops only its own
+#           section; first_turn_prompt itself never raises for a failing port.
+#   Rule 2 (INJ-1, INJ-5): no lookup at all for non-fresh starts and coordinator tasks.
+#   Rule 3 (INJ-1): nothing is written back: the caller keeps the returned texts in memory.
+#   Rule 4 (ATT-2): platform_requeue returns failures as RequeueResult(ok=False), never
+#           raises, so a resume loop is never broken by the ledger.
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from markertools._attempts import NO_CHECKPOINT, timeline_decision
+from markertools._decision import Denied, PermissionAnswer
+from markertools._deliver import summarize_error
+from markertools._inject import (
+    FRESH_STARTS,
+    INJECTED_TODOS,
+    FirstTurnPrompt,
+    InjectionInputs,
+    LookupFailed,
+    assemble_first_turn,
+)
+from markertools._model import UNFINISHED_TODO_STATUSES, Attempt, Project, Task, is_goal_task
+from markertools._ports import (
+    AttemptLedger,
+    PermissionLookup,
+    ProjectLookup,
+    RandomSource,
+    RequeueResult,
+    TaskStore,
+    TodoListing,
+    TodoStore,
+)
+
+
+def gather_injection_inputs(
+    task: Task,
+    start: str,
+    *,
+    projects: ProjectLookup,
+    todos: TodoStore,
+    attempts: AttemptLedger,
+    memory: Sequence[str] = (),
+) -> InjectionInputs:
+    """Fetch what `assemble_first_turn` needs for `task`, catching each lookup's failure."""
+    snippets = tuple(memory)
+    if start not in FRESH_STARTS or task.is_coordinator:
+        return InjectionInputs(task=task, start=start, memory=snippets)
+    project: Project | LookupFailed | None
+    try:
+        project = projects.get_project(task.project_id)
+    except Exception as exc:
+        project = LookupFailed(summarize_error(exc))
+    goal_task = is_goal_task(task)
+    listing: TodoListing | LookupFailed | None = None
+    if not goal_task:
+        try:
+            listing = todos.list_todos(
+                task.project_id, statuses=UNFINISHED_TODO_STATUSES, q=None, limit=INJECTED_TODOS
+            )
+        except Exception as exc:
+            listing = LookupFailed(summarize_error(exc))
+    attempt: Attempt | None = None
+    if not goal_task and start == "fresh":
+        try:
+            attempt = attempts.latest_attempt(task.id)
+        except Exception:  # ATT-3 promises no raise; a broken adapter still must not
+            attempt = None
+    return InjectionInputs(
+        task=task, start=start, project=project, todos=listing, memory=snippets, attempt=attempt
+    )
+
+
+def first_turn_prompt(
+    task: Task,
+    start: str,
+    *,
+    projects: ProjectLookup,
+    todos: TodoStore,
+    attempts: AttemptLedger,
+    random: RandomSource,
+    memory: Sequence[str] = (),
+    locale: str = "en",
+) -> FirstTurnPrompt:
+    """The prompt (and goal) to run `task` with on this claim (INJ-1..5, ATT-4)."""
+    inputs = gather_injection_inputs(
+        task, start, projects=projects, todos=todos, attempts=attempts, memory=memory
+    )
+    return assemble_first_turn(inputs, random, locale)
+
+
+def platform_requeue(
+    ledger: AttemptLedger,
+    task: Task,
+    now: float,
+    *,
+    checkpoint_round: int | None = None,
+) -> RequeueResult:
+    """ATT-2: requeue `task` after a platform interruption, recording the ending attempt.
+
+    The kind follows the task: goal tasks record `goal_breakpoint` with the highest stored
+    checkpoint round (`checkpoint_round`, -1 when unknown), other tasks `platform_fresh`
+    with -1. Compare-and-set on the status in `task`. Never raises."""
+    goal = is_goal_task(task)
+    kind = "goal_breakpoint" if goal else "platform_fresh"
+    rnd = checkpoint_round if goal and checkpoint_round is not None else NO_CHECKPOINT
+    try:
+        return ledger.requeue_platform(task.id, task.status, kind, rnd, now)
+    except Exception as exc:
+        return RequeueResult(ok=False, error=summarize_error(exc))
+
+
+def attempt_timeline(
+    user: str | None,
+    task_id: str,
+    *,
+    tasks: TaskStore,
+    attempts: AttemptLedger,
+    permissions: PermissionLookup,
+) -> tuple[Attempt, ...] | Denied:
+    """ATT-5: the task's attempts in order, when `user` may `read` the task's project."""
+    task = tasks.get_task(task_id)
+    answer: PermissionAnswer | None = None
+    if task is not None:
+        try:
+            answer = PermissionAnswer.of(
+                "read", permissions.has_permission(user, task.project_id, "read") is True
+            )
+        except Exception as exc:
+            answer = PermissionAnswer.failure("read", summarize_error(exc))
+    decision = timeline_decision(task, answer)
+    if isinstance(decision, Denied):
+        return decision
+    return attempts.list_attempts(task_id)

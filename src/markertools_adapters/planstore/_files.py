@@ -1,0 +1,256 @@
+# Owns: the files of a plan state directory: run records (`run-<id>.json`, replaced
+# atomically, compare-and-set on `revision`) and event logs (`run-<id>.jsonl`,
+# append-only, fsynced), plus the store's errors. Never decides anything about a run.
+#
+# Invariants:
+#   Rule 1: a record save is compare-and-set on the record's `revision`; a writer
+#           holding a stale revision is refused (StaleRevision), never merged.
+#   Rule 2: a record is written to a temp file in the same directory, fsynced, then
+#           os.replace'd and the directory fsynced: readers see the old or the new
+#           record, never a mix.
+#   Rule 3: a torn last log line (a crash mid-append, never acknowledged) is ignored
+#           and cut off on repair; a damaged line elsewhere is an error, never skipped.
+#   Rule 4: run ids are safe file names; files are created mode 0600 (they hold user
+#           task content).
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from markertools.plans import (
+    Event,
+    RunState,
+    event_from_json,
+    event_to_json,
+    run_from_json,
+    run_to_json,
+)
+
+DEFAULT_STATE_DIR: Final[str] = "~/.dsh/codex-dots/v2"
+LOCK_NAME: Final[str] = "host.lock"
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+
+Probe = Callable[[str], None]
+
+
+class PlanStoreError(Exception):
+    """Base of every error this store raises (one-line messages)."""
+
+
+class RunExists(PlanStoreError):
+    pass
+
+
+class RunNotFound(PlanStoreError):
+    pass
+
+
+class StaleRevision(PlanStoreError):
+    pass
+
+
+class CorruptStore(PlanStoreError):
+    pass
+
+
+class HostLockHeld(PlanStoreError):
+    def __init__(self, path: Path, pid: int | None, *, unreadable: bool = False) -> None:
+        if unreadable:
+            text = (
+                f"{path} exists but names no process that can be checked; refusing to start "
+                "(remove it only if no host is running)"
+            )
+        else:
+            who = f"pid {pid}" if pid is not None else "another process"
+            text = f"{path} is held by a live host ({who}); refusing to start a second one"
+        super().__init__(text)
+        self.pid = pid
+
+
+def check_run_id(run_id: str) -> str:
+    """Run ids become file names: letters, digits, '.', '_', '-' (no separators)."""
+    if not isinstance(run_id, str) or not _RUN_ID.match(run_id) or ".." in run_id:
+        raise ValueError(f"invalid run id {run_id!r}: use letters, digits, '.', '_' or '-'")
+    return run_id
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+@attrs.frozen
+class LoggedEvent:
+    seq: int
+    at: float
+    outcome: str
+    event: Event
+
+
+class PlanStore:
+    """Run records and event logs under `root` (created when missing, mode 0700).
+
+    `probe` is called at named points of every write ("log-appended",
+    "record-written", "record-replaced"); tests raise from it to simulate crashes."""
+
+    def __init__(self, root: str | os.PathLike[str], *, probe: Probe | None = None) -> None:
+        self.root = Path(root).expanduser()
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._probe = probe or (lambda point: None)
+        self._mutex = threading.Lock()
+
+    def record_path(self, run_id: str) -> Path:
+        return self.root / f"run-{check_run_id(run_id)}.json"
+
+    def log_path(self, run_id: str) -> Path:
+        return self.root / f"run-{check_run_id(run_id)}.jsonl"
+
+    def run_ids(self) -> list[str]:
+        ids = (p.name[4:-5] for p in self.root.glob("run-*.json"))
+        return sorted(i for i in ids if _RUN_ID.match(i))
+
+    # ---- run records -------------------------------------------------------------
+
+    def _encode(self, state: RunState) -> bytes:
+        return (json.dumps(run_to_json(state), ensure_ascii=False, indent=1) + "\n").encode()
+
+    def _write_temp(self, path: Path, data: bytes) -> Path:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._probe("record-written")
+        return tmp
+
+    def create(self, state: RunState) -> RunState:
+        """Store a new run (revision 1); refuses an existing run id (RunExists)."""
+        path = self.record_path(state.run_id)
+        saved = attrs.evolve(state, revision=1)
+        with self._mutex:
+            tmp = self._write_temp(path, self._encode(saved))
+            try:
+                os.link(tmp, path)  # atomic, and fails when the run exists
+            except FileExistsError:
+                raise RunExists(f"run {state.run_id!r} already exists in {self.root}") from None
+            finally:
+                tmp.unlink(missing_ok=True)
+            self._probe("record-replaced")
+            _fsync_dir(self.root)
+        return saved
+
+    def load(self, run_id: str) -> RunState:
+        path = self.record_path(run_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise RunNotFound(f"no run {run_id!r} in {self.root}") from None
+        try:
+            return run_from_json(json.loads(raw))
+        except Exception as exc:  # malformed JSON or record: one line, never a traceback
+            detail = " ".join(str(exc).split())[:200]
+            raise CorruptStore(f"{path}: not a valid run record ({detail})") from None
+
+    def save(self, state: RunState, expected_revision: int) -> RunState:
+        """Compare-and-set (Rule 1): write `state` as revision expected+1 only when the
+        stored record is still at `expected_revision`."""
+        path = self.record_path(state.run_id)
+        with self._mutex:
+            current = self.load(state.run_id).revision
+            if current != expected_revision:
+                raise StaleRevision(
+                    f"run {state.run_id!r} is at revision {current}, not {expected_revision}"
+                )
+            saved = attrs.evolve(state, revision=expected_revision + 1)
+            tmp = self._write_temp(path, self._encode(saved))
+            os.replace(tmp, path)
+            self._probe("record-replaced")
+            _fsync_dir(self.root)
+        return saved
+
+    def remove_temp_files(self) -> int:
+        """Delete temp files a crash left behind (call only while holding the lock)."""
+        count = 0
+        for p in self.root.glob(".run-*.tmp"):
+            p.unlink(missing_ok=True)
+            count += 1
+        return count
+
+    # ---- event log ---------------------------------------------------------------
+
+    def append_event(self, run_id: str, entry: LoggedEvent) -> None:
+        line = {
+            "seq": entry.seq,
+            "at": entry.at,
+            "outcome": entry.outcome,
+            "event": event_to_json(entry.event),
+        }
+        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        fd = os.open(self.log_path(run_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._probe("log-appended")
+
+    def read_events(self, run_id: str, *, repair: bool = False) -> list[LoggedEvent]:
+        """Every logged event in order. A torn last line is ignored, and cut off when
+        `repair` (Rule 3); a damaged line elsewhere raises CorruptStore."""
+        path = self.log_path(run_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        out: list[LoggedEvent] = []
+        offset = 0
+        lines = raw.split(b"\n")
+        for number, chunk in enumerate(lines, start=1):
+            is_last = number == len(lines)
+            if is_last and not chunk:
+                break
+            try:
+                if is_last:  # no newline: the append never finished
+                    raise ValueError("torn line")
+                obj = json.loads(chunk)
+                out.append(
+                    LoggedEvent(
+                        int(obj["seq"]),
+                        float(obj["at"]),
+                        str(obj.get("outcome", "")),
+                        event_from_json(obj["event"]),
+                    )
+                )
+            except Exception as exc:
+                if is_last:
+                    if repair:
+                        with open(path, "r+b") as fh:
+                            fh.truncate(offset)
+                            fh.flush()
+                            os.fsync(fh.fileno())
+                    break
+                detail = " ".join(str(exc).split())[:200]
+                raise CorruptStore(f"{path}: line {number} is damaged ({detail})") from None
+            offset += len(chunk) + 1
+        return out

@@ -1,0 +1,126 @@
+# Owns: how a PostgresStore reaches the server - the connection pool (psycopg_pool, sized
+# by the caller), the per-connection setup (autocommit, search_path of the chosen schema,
+# connect timeout), and the two ways code may use a connection: `read`/`read_one`/`run`
+# (one statement, atomic on its own) and `write()` (one READ COMMITTED transaction,
+# rolled back on any exception).
+#
+# Must never: leave a transaction open when a connection goes back to the pool; build SQL
+# from data (only codec column names and fixed text are interpolated); hide a connection
+# failure behind a pool timeout when the real server error is available.
+#
+# Invariants:
+#   Rule 1: pooled connections run in autocommit mode: a single statement is its own
+#           transaction; every multi-statement change is inside `write()`.
+#   Rule 2: with a `schema`, every connection's search_path is exactly that schema, so a
+#           store never reads or writes another schema's tables by accident.
+#   Rule 3: compare-and-set is never read-then-write in Python without a row lock: it is
+#           `UPDATE ... WHERE status = <expected>` (READ COMMITTED re-checks the WHERE on
+#           the newest row version after waiting for a concurrent writer) or SELECT ...
+#           FOR UPDATE inside `write()`.
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+DEFAULT_POOL_SIZE: Final[int] = 4
+DEFAULT_CONNECT_TIMEOUT: Final[int] = 10  # seconds (libpq waits forever by default)
+DEFAULT_POOL_TIMEOUT: Final[float] = 30.0  # seconds to wait for a free pooled connection
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+Params = Sequence[Any] | Mapping[str, Any]
+
+
+def connect_kwargs(dsn: str) -> dict[str, Any]:
+    """Connection keywords: autocommit, plus a connect timeout unless the DSN sets one."""
+    kwargs: dict[str, Any] = {"autocommit": True}
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise ValueError(f"invalid PostgreSQL connection string: {exc}") from None
+    if "connect_timeout" not in given:
+        kwargs["connect_timeout"] = DEFAULT_CONNECT_TIMEOUT
+    return kwargs
+
+
+def set_search_path(conn: Conn, schema: str | None) -> None:
+    if schema is not None:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+
+
+def connect(dsn: str, schema: str | None) -> Conn:
+    """One direct connection (migrations, LISTEN), set up like the pooled ones."""
+    conn: Conn = psycopg.connect(dsn, **connect_kwargs(dsn))
+    try:
+        set_search_path(conn, schema)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class Database:
+    """The pool a store uses, and its statement helpers."""
+
+    def __init__(self, dsn: str, *, schema: str | None, pool_size: int, name: str) -> None:
+        if not isinstance(pool_size, int) or isinstance(pool_size, bool) or pool_size < 1:
+            raise ValueError(f"pool_size must be an integer >= 1, not {pool_size!r}")
+        self.dsn = dsn
+        self.schema = schema
+
+        def configure(conn: Conn) -> None:
+            set_search_path(conn, schema)
+
+        self.pool: ConnectionPool[Conn] = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=pool_size,
+            kwargs=connect_kwargs(dsn),
+            configure=configure,
+            timeout=DEFAULT_POOL_TIMEOUT,
+            name=name,
+            open=False,
+        )
+        self.pool.open(wait=True, timeout=DEFAULT_POOL_TIMEOUT)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Conn]:
+        with self.pool.connection() as conn:
+            yield conn
+
+    # ---- one statement ---------------------------------------------------------------
+
+    def read(self, query: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        with self.pool.connection() as conn:
+            return conn.execute(query, params).fetchall()
+
+    def read_one(self, query: str, params: Params = ()) -> tuple[Any, ...] | None:
+        with self.pool.connection() as conn:
+            return conn.execute(query, params).fetchone()
+
+    def run(self, query: str, params: Params = ()) -> int:
+        """Execute one statement; returns its rowcount."""
+        with self.pool.connection() as conn:
+            return conn.execute(query, params).rowcount
+
+    # ---- transactions ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Conn]:
+        """One READ COMMITTED transaction: committed on success, rolled back on error."""
+        with self.pool.connection() as conn, conn.transaction():
+            yield conn
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Conn]:
+        """One REPEATABLE READ, READ ONLY transaction: several reads see one snapshot."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn

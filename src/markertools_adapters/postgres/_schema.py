@@ -1,0 +1,317 @@
+# Owns: the PostgreSQL schema as an ordered list of forward migration steps - the same
+# steps as the SQLite adapter's (same tables, columns and indexes, PostgreSQL types) - the
+# `schema_version` table that records how many a schema has applied, and `migrate(conn)`.
+#
+# Must never: edit a step that has shipped (add a new one); run a step outside the
+# migration transaction; downgrade; touch tables that are not markertools' own.
+#
+# Invariants:
+#   Rule 1: version N means steps 1..N have been applied. Each step runs in one
+#           transaction together with its version bump, under a transaction-scoped
+#           advisory lock keyed by the target schema, so hosts starting at once migrate a
+#           fresh schema exactly once (PostgreSQL DDL is transactional: a failed step
+#           leaves nothing behind).
+#   Rule 2: a schema whose version is above LATEST_VERSION is refused (SchemaTooNew).
+#   Rule 3: every text column is COLLATE "C": equality, ORDER BY and indexes follow code
+#           point order (Python's str order) whatever the database's default collation,
+#           and lower() folds ASCII only (see _fold.py).
+#   Rule 4: step 1 also installs the task-status NOTIFY trigger (PgChangeWaiter): every
+#           status change of a task, by markertools or by any other writer, notifies
+#           channel `markertools_task_status` with {"schema", "id", "status"} on commit.
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import psycopg
+
+NOTIFY_CHANNEL: Final[str] = "markertools_task_status"
+MARKERTOOLS_TABLES: Final[tuple[str, ...]] = (
+    "projects",
+    "tasks",
+    "todos",
+    "automations",
+    "costs",
+    "quotas",
+    "task_attempts",
+    "audit",
+    "followups",
+    "world_clock",
+    "permission_entries",
+    "permission_grants",
+    "role_grants",
+    "user_roles",
+)
+
+
+class SchemaError(Exception):
+    """The database schema cannot be used with this version of markertools."""
+
+
+class SchemaTooNew(SchemaError):
+    pass
+
+
+T = 'TEXT COLLATE "C"'
+F = "DOUBLE PRECISION"
+
+# ---- step 1: the tables of a world (+ the status notification trigger) ---------------
+
+_STEP1: Final[tuple[str, ...]] = (
+    f"""CREATE TABLE projects (
+        id {T} PRIMARY KEY,
+        name {T} NOT NULL,
+        repo_url {T},
+        environment JSONB  -- {{"name","branch","status"}} or NULL (no environment)
+    )""",
+    f"""CREATE TABLE tasks (
+        id {T} PRIMARY KEY,
+        project_id {T} NOT NULL,
+        status {T} NOT NULL,
+        created_by {T},
+        parent_task_id {T},
+        executor {T} NOT NULL,
+        environment_id {T},
+        model {T},
+        effort {T},
+        goal_mode BOOLEAN NOT NULL,
+        verify_command {T},
+        is_coordinator BOOLEAN NOT NULL,
+        coordinator_part {T},
+        prompt {T} NOT NULL,
+        result_text {T},
+        error_text {T},
+        actual_model {T},
+        worktree {T},
+        host {T},
+        created_at {F} NOT NULL,
+        goal {T},
+        interrupted_reason {T},
+        auto_resume_count BIGINT NOT NULL
+    )""",
+    f"""CREATE TABLE todos (
+        id {T} PRIMARY KEY,
+        project_id {T} NOT NULL,
+        title {T} NOT NULL,
+        description {T},
+        status {T} NOT NULL,
+        priority {T} NOT NULL,
+        due_at {F},
+        task_id {T},
+        sort_order BIGINT,
+        completed_at {F},
+        created_at {F} NOT NULL
+    )""",
+    f"""CREATE TABLE automations (
+        id {T} PRIMARY KEY,
+        project_id {T} NOT NULL,
+        name {T} NOT NULL,
+        prompt {T} NOT NULL,
+        interval_seconds BIGINT NOT NULL,
+        first_run_at {F},
+        run_once BOOLEAN NOT NULL,
+        bind {T},
+        bound_task_id {T},
+        repo_url {T},
+        status {T} NOT NULL,
+        created_by {T},
+        created_at {F} NOT NULL,
+        last_run_at {F},
+        run_count BIGINT NOT NULL,
+        last_slot_at {F}
+    )""",
+    f"""CREATE TABLE costs (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        task_id {T} NOT NULL,
+        round BIGINT NOT NULL,
+        usd {F},
+        tokens BIGINT NOT NULL,
+        estimated BOOLEAN NOT NULL,
+        priced BOOLEAN NOT NULL
+    )""",
+    f"""CREATE TABLE quotas (
+        "user" {T} PRIMARY KEY,
+        total_usd {F},
+        used_usd {F} NOT NULL
+    )""",
+    f"""CREATE TABLE task_attempts (
+        task_id {T} NOT NULL,
+        attempt_no BIGINT NOT NULL,
+        kind {T} NOT NULL,
+        interrupted_reason {T},
+        checkpoint_round BIGINT NOT NULL,
+        result_text {T},
+        error_text {T},
+        created_at {F} NOT NULL,
+        PRIMARY KEY (task_id, attempt_no)
+    )""",
+    f"""CREATE TABLE audit (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        sender {T} NOT NULL,
+        kind {T} NOT NULL,
+        target {T},
+        outcome {T} NOT NULL,
+        reason {T} NOT NULL,
+        "time" {F} NOT NULL
+    )""",
+    f"""CREATE TABLE followups (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        task_id {T} NOT NULL,
+        text {T} NOT NULL
+    )""",
+    # The virtual time of a schema made from a world file (`world load`): `world dump`
+    # writes it back as `now`, and `deliver --db` continues from it. No row = real time.
+    f"""CREATE TABLE world_clock (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        now {F} NOT NULL
+    )""",
+    # The world file's permission entries, one per (user, project), so an entry with no
+    # grants survives a round trip. The grants live in the lookup tables below.
+    f"""CREATE TABLE permission_entries (
+        "user" {T} NOT NULL,
+        project {T} NOT NULL,
+        PRIMARY KEY ("user", project)
+    )""",
+    # The table-backed PermissionLookup (as markertools_adapters.permissions on SQLite):
+    # a user holds a permission on a project through a direct grant or one of its roles.
+    f"""CREATE TABLE permission_grants (
+        "user" {T} NOT NULL,
+        project {T} NOT NULL,
+        "grant" {T} NOT NULL,
+        PRIMARY KEY ("user", project, "grant")
+    )""",
+    f"""CREATE TABLE role_grants (
+        role {T} NOT NULL,
+        "grant" {T} NOT NULL,
+        PRIMARY KEY (role, "grant")
+    )""",
+    f"""CREATE TABLE user_roles (
+        "user" {T} NOT NULL,
+        project {T} NOT NULL,
+        role {T} NOT NULL,
+        PRIMARY KEY ("user", project, role)
+    )""",
+    # Rule 4. A payload over NOTIFY's 8000-byte limit (a huge id or status) is replaced
+    # by {"schema", "id": null}: waiters of that schema wake ("something changed")
+    # instead of the status change failing.
+    f"""CREATE FUNCTION markertools_task_status_notify() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE payload text;
+    BEGIN
+        payload := json_build_object(
+            'schema', TG_TABLE_SCHEMA, 'id', NEW.id, 'status', NEW.status)::text;
+        IF octet_length(payload) > 7900 THEN
+            payload := json_build_object('schema', TG_TABLE_SCHEMA, 'id', NULL)::text;
+        END IF;
+        PERFORM pg_notify('{NOTIFY_CHANNEL}', payload);
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER tasks_status_notify
+    AFTER UPDATE OF status ON tasks
+    FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status)
+    EXECUTE FUNCTION markertools_task_status_notify()""",
+)
+
+# ---- step 2: lookup indexes and the derived schedule column -------------------------
+
+_STEP2: Final[tuple[str, ...]] = (
+    "CREATE INDEX tasks_project_created ON tasks (project_id, created_at DESC, id DESC)",
+    "CREATE INDEX tasks_project_status ON tasks (project_id, status, created_at DESC, id DESC)",
+    "CREATE INDEX tasks_parent ON tasks (parent_task_id)",
+    "CREATE INDEX tasks_creator ON tasks (created_by)",
+    "CREATE INDEX todos_project_status ON todos (project_id, status)",
+    "CREATE INDEX automations_project_status_name ON automations (project_id, status, name)",
+    "CREATE INDEX costs_task ON costs (task_id)",
+    "CREATE INDEX followups_task ON followups (task_id)",
+    # SCH-5: written from markertools._schedule.next_run_at with every change of the row.
+    f"ALTER TABLE automations ADD COLUMN next_run_at {F}",
+    "CREATE INDEX automations_due ON automations (status, next_run_at)",
+)
+
+
+def _fill_next_run_at(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    from markertools_adapters.postgres._automations import refresh_all_next_run_at
+
+    refresh_all_next_run_at(conn)
+
+
+Step = Sequence[str] | Callable[[psycopg.Connection[tuple[object, ...]]], None]
+
+MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
+    (_STEP1,),
+    (_STEP2, _fill_next_run_at),
+)
+LATEST_VERSION: Final[int] = len(MIGRATIONS)
+
+
+def _table_exists(conn: psycopg.Connection[tuple[object, ...]], name: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = %s",
+        (name,),
+    ).fetchone()
+    return row is not None
+
+
+def read_version(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+    """The schema's version (0 = no markertools tables yet)."""
+    if not _table_exists(conn, "schema_version"):
+        return 0
+    row = conn.execute("SELECT version FROM schema_version WHERE id = 1").fetchone()
+    if row is None or not isinstance(row[0], int):
+        raise SchemaError("schema_version table holds no valid version row")
+    return int(row[0])
+
+
+def current_schema(conn: psycopg.Connection[tuple[object, ...]]) -> str:
+    row = conn.execute("SELECT current_schema()").fetchone()
+    if row is None or row[0] is None:
+        raise SchemaError(
+            "no schema selected: the search_path names no existing schema "
+            "(create it, or pass schema= to open_store)"
+        )
+    return str(row[0])
+
+
+def migrate(conn: psycopg.Connection[tuple[object, ...]], *, target: int = LATEST_VERSION) -> int:
+    """Apply the missing steps up to `target` in the connection's current schema.
+
+    `conn` must be in autocommit mode. Raises SchemaTooNew for a schema written by a newer
+    markertools, SchemaError when markertools' table names are taken by foreign tables."""
+    schema = current_schema(conn)
+    current = read_version(conn)
+    if current > LATEST_VERSION:
+        raise SchemaTooNew(
+            f"schema {schema!r} has markertools schema version {current}, newer than this "
+            f"markertools supports ({LATEST_VERSION}); upgrade markertools to use it"
+        )
+    while current < target:
+        with conn.transaction():
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('markertools-migrate'), hashtext(%s))",
+                (schema,),
+            )
+            current = read_version(conn)  # another host may have migrated meanwhile
+            if current >= target:
+                break
+            if current == 0:
+                taken = [name for name in MARKERTOOLS_TABLES if _table_exists(conn, name)]
+                if taken:
+                    raise SchemaError(
+                        f"schema {schema!r} already has tables named {', '.join(taken)} but no "
+                        "markertools schema_version: not a markertools schema (use another "
+                        "schema, e.g. open_store(dsn, schema='markertools'))"
+                    )
+                conn.execute(
+                    "CREATE TABLE schema_version ("
+                    "id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"
+                )
+                conn.execute("INSERT INTO schema_version (id, version) VALUES (1, 0)")
+            for step in MIGRATIONS[current]:
+                if callable(step):
+                    step(conn)
+                else:
+                    for statement in step:
+                        conn.execute(statement)
+            current += 1
+            conn.execute("UPDATE schema_version SET version = %s WHERE id = 1", (current,))
+    return current

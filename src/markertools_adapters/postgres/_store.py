@@ -1,0 +1,119 @@
+# Owns: `PostgresStore`, the shared-database storage adapter for a fleet of worker hosts:
+# one object implementing every storage port of markertools._ports (TaskStore, TodoStore,
+# AutomationStore, ProjectLookup, CostLookup, AttemptLedger, AuditLog, FollowupQueue),
+# the table-backed PermissionLookup and WorldStore, assembled from per-area mixins over
+# one connection pool - the same mixin layout as SqliteStore.
+#
+# Must never: be used before its schema is migrated (the constructor migrates or
+# refuses); hold a transaction open between method calls.
+#
+# Invariants:
+#   Rule 1: opening runs `migrate` on a direct connection first (so a wrong DSN or a
+#           refused schema fails at once with the server's own message, not as a pool
+#           timeout); an older schema is brought forward, a newer one is refused.
+#   Rule 2: every method is safe to call from several threads (the pool hands each call
+#           its own connection) and from several processes and hosts (every transition
+#           is compare-and-set in the database).
+#           With must_exist=True a schema without markertools tables is refused instead
+#           of created (inspecting commands never create a database).
+#   Rule 3: change_waiter() is created lazily, once, and closed with the store.
+from __future__ import annotations
+
+import threading
+
+from markertools_adapters.postgres._automations import AutomationMixin
+from markertools_adapters.postgres._conn import DEFAULT_POOL_SIZE, Database, connect
+from markertools_adapters.postgres._notify import PgChangeWaiter
+from markertools_adapters.postgres._permissions import PermissionMixin
+from markertools_adapters.postgres._records import RecordsMixin
+from markertools_adapters.postgres._schema import (
+    LATEST_VERSION,
+    SchemaError,
+    current_schema,
+    migrate,
+    read_version,
+)
+from markertools_adapters.postgres._tasks import TaskMixin
+from markertools_adapters.postgres._todos import TodoMixin
+from markertools_adapters.postgres._worldio import WorldMixin
+
+
+class PostgresStore(
+    TaskMixin, TodoMixin, AutomationMixin, RecordsMixin, PermissionMixin, WorldMixin
+):
+    """Every storage port on one PostgreSQL schema, through a connection pool."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        schema: str | None = None,
+        create_schema: bool = True,
+        must_exist: bool = False,
+        migrate_to: int = LATEST_VERSION,
+    ) -> None:
+        setup = connect(dsn, None)
+        try:
+            if must_exist:
+                create_schema = False
+            if schema is not None and create_schema:
+                from psycopg import sql
+
+                setup.execute(
+                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
+                )
+            if schema is not None:
+                from markertools_adapters.postgres._conn import set_search_path
+
+                set_search_path(setup, schema)
+            try:
+                self._schema = current_schema(setup)
+            except SchemaError:
+                if schema is None:
+                    raise
+                raise SchemaError(f"schema {schema!r} does not exist") from None
+            if must_exist and read_version(setup) == 0:
+                raise SchemaError(
+                    f"schema {self._schema!r} holds no markertools tables "
+                    "(create them with `markertools world load` or open_store())"
+                )
+            migrate(setup, target=migrate_to)
+        finally:
+            setup.close()
+        self._dsn = dsn
+        self._db = Database(
+            dsn, schema=schema, pool_size=pool_size, name=f"markertools:{self._schema}"
+        )
+        self._waiter: PgChangeWaiter | None = None
+        self._waiter_lock = threading.Lock()
+
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema holding this store's tables."""
+        return self._schema
+
+    @property
+    def schema_version(self) -> int:
+        with self._db.connection() as conn:
+            return read_version(conn)
+
+    def change_waiter(self) -> PgChangeWaiter:
+        """The store's ChangeWaiter (LISTEN/NOTIFY), for `Ports.waiter`; created once."""
+        with self._waiter_lock:
+            if self._waiter is None:
+                self._waiter = PgChangeWaiter(self._dsn, schema=self._schema)
+            return self._waiter
+
+    def close(self) -> None:
+        with self._waiter_lock:
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter.close()
+        self._db.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,100 @@
+# Owns: the one SQLite connection a store uses - how it is opened (autocommit mode, WAL,
+# busy timeout, the case-folding SQL function), and the two ways code may touch it:
+# `read` (one statement, its own implicit snapshot) and `write()` (BEGIN IMMEDIATE ...
+# COMMIT, rolled back on any exception).
+#
+# Must never: open a deferred transaction that reads and then writes (under WAL a
+# concurrent commit turns its write into SQLITE_BUSY, or worse, a write based on a stale
+# read); leave a transaction open after an exception; share the connection between
+# threads without the lock.
+#
+# Invariants:
+#   Rule 1: the sqlite3 connection runs with isolation_level=None: Python never opens a
+#           transaction behind our back; every multi-statement change is inside `write()`.
+#   Rule 2: `write()` takes the database's write lock up front (BEGIN IMMEDIATE), so
+#           every compare-and-set it holds sees the latest committed state and no other
+#           writer can interleave; waiting for the lock is bounded by the busy timeout.
+#   Rule 3: every public method holds `lock` for its whole use of the connection.
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import sqlite_utils
+
+DEFAULT_BUSY_TIMEOUT: Final[float] = 30.0  # seconds a writer waits for the write lock
+
+
+def fold(text: object) -> str | None:
+    """Case folding for q searches (TLS-1, TDL-1): `str.lower`, exactly as the memory
+    model, so `instr(mt_fold(col), fold(q)) > 0` is `q.lower() in col.lower()`."""
+    if text is None:
+        return None
+    return str(text).lower()
+
+
+class Connection:
+    """A store's connection: sqlite3 in autocommit mode plus its sqlite-utils wrapper."""
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+        self.path = str(path)
+        self.conn = sqlite3.connect(
+            self.path,
+            timeout=busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        self.lock = threading.RLock()
+        self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        self.conn.create_function("mt_fold", 1, fold, deterministic=True)
+        self.db = sqlite_utils.Database(self.conn, execute_plugins=False)
+        if self.path != ":memory:" and not self.path.startswith("file::memory:"):
+            # WAL: readers never block the writer; a killed writer leaves whole commits only.
+            self.db.enable_wal()
+            # NORMAL is durable against process crashes (SIGKILL) in WAL mode; only an OS
+            # crash or power loss may drop the last commits (never corrupt).
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.conn.execute(sql, params).fetchall()
+
+    def read_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        with self.lock:
+            row: tuple[Any, ...] | None = self.conn.execute(sql, params).fetchone()
+            return row
+
+    # ---- writes ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; any exception rolls back and propagates."""
+        with self.lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+
+def placeholders(count: int) -> str:
+    return ", ".join("?" for _ in range(count))

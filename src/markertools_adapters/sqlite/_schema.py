@@ -1,0 +1,278 @@
+# Owns: the SQLite schema as an ordered list of forward migration steps, the
+# `schema_version` table that records how many of them a database has applied, and
+# `migrate(conn)` which brings any database up to date (or refuses a newer one).
+#
+# Must never: edit a step that has shipped (a database that applied it would silently
+# differ from a fresh one) - add a new step instead; run a step outside the migration
+# transaction; downgrade.
+#
+# Invariants:
+#   Rule 1: version N means steps 1..N have been applied, in order, each in the same
+#           BEGIN IMMEDIATE transaction as the version bump - so concurrent openers of a
+#           fresh file migrate it exactly once, and a crash leaves a whole step or none.
+#   Rule 2: a database whose version is above LATEST_VERSION is refused (SchemaTooNew),
+#           never opened and never "repaired".
+#   Rule 3: every table is STRICT; float columns are `ANY` with a typeof check (exact
+#           round-trip, see _codec Rule 1); booleans are INTEGER with a 0/1 check.
+#   Rule 4: every lookup a port does has an index (checked by EXPLAIN QUERY PLAN tests).
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import sqlite_utils
+
+from markertools_adapters.permissions import PERMISSION_TABLES, ensure_permission_tables
+
+
+class SchemaError(Exception):
+    """The database cannot be used with this version of markertools."""
+
+
+class SchemaTooNew(SchemaError):
+    pass
+
+
+def _real(name: str, *, null: bool) -> str:
+    check = f"typeof({name}) = 'real'" + (f" OR {name} IS NULL" if null else "")
+    return f"{name} ANY{'' if null else ' NOT NULL'} CHECK ({check})"
+
+
+def _bool(name: str) -> str:
+    return f"{name} INTEGER NOT NULL CHECK ({name} IN (0, 1))"
+
+
+# ---- step 1: the tables of a world --------------------------------------------------
+
+_STEP1: Final[tuple[str, ...]] = (
+    """CREATE TABLE projects (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        repo_url TEXT,
+        environment TEXT  -- JSON {"name","branch","status"} or NULL (no environment)
+    ) STRICT""",
+    f"""CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_by TEXT,
+        parent_task_id TEXT,
+        executor TEXT NOT NULL,
+        environment_id TEXT,
+        model TEXT,
+        effort TEXT,
+        {_bool("goal_mode")},
+        verify_command TEXT,
+        {_bool("is_coordinator")},
+        coordinator_part TEXT,
+        prompt TEXT NOT NULL,
+        result_text TEXT,
+        error_text TEXT,
+        actual_model TEXT,
+        worktree TEXT,
+        host TEXT,
+        {_real("created_at", null=False)},
+        goal TEXT,
+        interrupted_reason TEXT,
+        auto_resume_count INTEGER NOT NULL
+    ) STRICT""",
+    f"""CREATE TABLE todos (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        description TEXT,
+        status TEXT NOT NULL,
+        priority TEXT NOT NULL,
+        {_real("due_at", null=True)},
+        task_id TEXT,
+        sort_order INTEGER,
+        {_real("completed_at", null=True)},
+        {_real("created_at", null=False)}
+    ) STRICT""",
+    f"""CREATE TABLE automations (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        interval_seconds INTEGER NOT NULL,
+        {_real("first_run_at", null=True)},
+        {_bool("run_once")},
+        bind TEXT,
+        bound_task_id TEXT,
+        repo_url TEXT,
+        status TEXT NOT NULL,
+        created_by TEXT,
+        {_real("created_at", null=False)},
+        {_real("last_run_at", null=True)},
+        run_count INTEGER NOT NULL,
+        {_real("last_slot_at", null=True)}
+    ) STRICT""",
+    f"""CREATE TABLE costs (
+        seq INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        {_real("usd", null=True)},
+        tokens INTEGER NOT NULL,
+        {_bool("estimated")},
+        {_bool("priced")}
+    ) STRICT""",
+    f"""CREATE TABLE quotas (
+        user TEXT PRIMARY KEY,
+        {_real("total_usd", null=True)},
+        {_real("used_usd", null=False)}
+    ) STRICT""",
+    f"""CREATE TABLE task_attempts (
+        task_id TEXT NOT NULL,
+        attempt_no INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        interrupted_reason TEXT,
+        checkpoint_round INTEGER NOT NULL,
+        result_text TEXT,
+        error_text TEXT,
+        {_real("created_at", null=False)},
+        PRIMARY KEY (task_id, attempt_no)
+    ) STRICT""",
+    f"""CREATE TABLE audit (
+        seq INTEGER PRIMARY KEY,
+        sender TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        target TEXT,
+        outcome TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        {_real("time", null=False)}
+    ) STRICT""",
+    """CREATE TABLE followups (
+        seq INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        text TEXT NOT NULL
+    ) STRICT""",
+    # The virtual time of a database made from a world file (`world load`): `world dump`
+    # writes it back as `now`, and `deliver --db` continues from it. No row = real time.
+    f"""CREATE TABLE world_clock (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        {_real("now", null=False)}
+    ) STRICT""",
+    # The world file's permission entries, one per (user, project), so an entry with no
+    # grants survives a round trip. The grants themselves live in the table-backed
+    # lookup's tables (markertools_adapters.permissions), created by _permission_tables.
+    """CREATE TABLE permission_entries (
+        user TEXT NOT NULL,
+        project TEXT NOT NULL,
+        PRIMARY KEY (user, project)
+    ) STRICT""",
+)
+
+# ---- step 2: lookup indexes and the derived schedule column -------------------------
+
+_STEP2: Final[tuple[str, ...]] = (
+    # task-list (TLS-2): newest first within a project, and per-status counts
+    "CREATE INDEX tasks_project_created ON tasks (project_id, created_at DESC, id DESC)",
+    "CREATE INDEX tasks_project_status ON tasks (project_id, status, created_at DESC, id DESC)",
+    # LIN-3 direct children
+    "CREATE INDEX tasks_parent ON tasks (parent_task_id)",
+    # QUO-2 unpriced tokens of a creator's tasks
+    "CREATE INDEX tasks_creator ON tasks (created_by)",
+    "CREATE INDEX todos_project_status ON todos (project_id, status)",
+    "CREATE INDEX automations_project_status_name ON automations (project_id, status, name)",
+    "CREATE INDEX costs_task ON costs (task_id)",
+    "CREATE INDEX followups_task ON followups (task_id)",
+    # SCH-5: `next_run_at` is derived from the row by the pure schedule
+    # (markertools._schedule.next_run_at) whenever the row is written; NULL = never due.
+    f"ALTER TABLE automations ADD COLUMN {_real('next_run_at', null=True)}",
+    "CREATE INDEX automations_due ON automations (status, next_run_at)",
+)
+
+
+def _permission_tables(conn: sqlite3.Connection) -> None:
+    """permission_grants / role_grants / user_roles, shared with SqlitePermissions."""
+    ensure_permission_tables(sqlite_utils.Database(conn, execute_plugins=False))
+
+
+def _fill_next_run_at(conn: sqlite3.Connection) -> None:
+    from markertools_adapters.sqlite._automations import refresh_all_next_run_at
+
+    refresh_all_next_run_at(conn)
+
+
+Step = Sequence[str] | Callable[[sqlite3.Connection], None]
+
+# Each migration is a list of steps (SQL text or a callable run on the connection).
+MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
+    (_STEP1, _permission_tables),
+    (_STEP2, _fill_next_run_at),
+)
+LATEST_VERSION: Final[int] = len(MIGRATIONS)
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = conn.execute("SELECT version FROM schema_version WHERE id = 1").fetchone()
+    if row is None or not isinstance(row[0], int):
+        raise SchemaError("schema_version table holds no valid version row")
+    return int(row[0])
+
+
+def _foreign_tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def read_version(conn: sqlite3.Connection) -> int:
+    """The database's schema version (0 = empty / never migrated)."""
+    return _version(conn)
+
+
+def migrate(conn: sqlite3.Connection, *, target: int = LATEST_VERSION) -> int:
+    """Apply the missing steps up to `target` (default: all). Returns the version reached.
+
+    `conn` must be in autocommit mode (isolation_level=None). Raises SchemaTooNew for a
+    database written by a newer markertools and SchemaError for a file that holds tables
+    but no schema_version (not a markertools database)."""
+    current = _version(conn)
+    if current > LATEST_VERSION:
+        raise SchemaTooNew(
+            f"database schema version {current} is newer than this markertools supports "
+            f"({LATEST_VERSION}); upgrade markertools to open it"
+        )
+    while current < target:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = _version(conn)  # another process may have migrated meanwhile
+            if current >= target:
+                conn.execute("COMMIT")
+                break
+            if current == 0:
+                # the permission tables may have been created first by the permissions
+                # helpers (grant_permissions on a new file); anything else is foreign
+                others = [t for t in _foreign_tables(conn) if t not in PERMISSION_TABLES]
+                if others:
+                    raise SchemaError(
+                        "not a markertools database: it has tables "
+                        f"({', '.join(sorted(others)[:5])}) but no schema_version"
+                    )
+                conn.execute(
+                    "CREATE TABLE schema_version ("
+                    "id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL) STRICT"
+                )
+                conn.execute("INSERT INTO schema_version (id, version) VALUES (1, 0)")
+            for step in MIGRATIONS[current]:
+                if callable(step):
+                    step(conn)
+                else:
+                    for statement in step:
+                        conn.execute(statement)
+            current += 1
+            conn.execute("UPDATE schema_version SET version = ? WHERE id = 1", (current,))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return current

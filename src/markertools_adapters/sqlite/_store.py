@@ -1,0 +1,73 @@
+# Owns: `SqliteStore`, the embedded default storage adapter: one object implementing every
+# storage port of markertools._ports (TaskStore, TodoStore, AutomationStore,
+# ProjectLookup, CostLookup, AttemptLedger, AuditLog, FollowupQueue), the table-backed
+# PermissionLookup and WorldStore, assembled from per-area mixins over one Connection.
+#
+# Must never: be used before its schema is migrated (the constructor migrates or
+# refuses); hold a transaction open between method calls.
+#
+# Invariants:
+#   Rule 1: opening runs `migrate`: an older database is brought forward, a newer one is
+#           refused (SchemaTooNew) and the connection closed.
+#   Rule 2: every method is safe to call from several threads (one lock per connection)
+#           and from several processes on one file (WAL + BEGIN IMMEDIATE writes).
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from markertools_adapters.sqlite._automations import AutomationMixin
+from markertools_adapters.sqlite._conn import DEFAULT_BUSY_TIMEOUT, Connection
+from markertools_adapters.sqlite._records import RecordsMixin
+from markertools_adapters.sqlite._schema import LATEST_VERSION, migrate, read_version
+from markertools_adapters.sqlite._tasks import TaskMixin
+from markertools_adapters.sqlite._todos import TodoMixin
+from markertools_adapters.sqlite._worldio import WorldMixin
+
+
+class SqliteStore(TaskMixin, TodoMixin, AutomationMixin, RecordsMixin, WorldMixin):
+    """Every storage port on one SQLite database file (or ":memory:")."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        migrate_to: int = LATEST_VERSION,
+    ) -> None:
+        self._db = Connection(path, busy_timeout=busy_timeout)
+        try:
+            migrate(self._db.conn, target=migrate_to)
+        except BaseException:
+            self._db.close()
+            raise
+
+    @property
+    def path(self) -> str:
+        return self._db.path
+
+    @property
+    def schema_version(self) -> int:
+        with self._db.lock:
+            return read_version(self._db.conn)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def traced(self, callback: Callable[[str], None]) -> Iterator[None]:
+        """Call `callback(sql)` for every statement run inside the block (benchmarks)."""
+        with self._db.lock:
+            self._db.conn.set_trace_callback(callback)
+        try:
+            yield
+        finally:
+            with self._db.lock:
+                self._db.conn.set_trace_callback(None)

@@ -1,0 +1,69 @@
+# Owns: choosing the storage adapter from what a user typed for `--db`: a
+# `postgresql://` / `postgres://` URL opens the PostgreSQL adapter, anything else is a
+# SQLite database path. One place, so every command accepts both the same way.
+#
+# Must never: print or return a password (`redact` removes it from every URL shown);
+# import an adapter the caller did not ask for (psycopg is optional).
+#
+# Invariants:
+#   Rule 1: the choice depends only on the text's scheme prefix (case-insensitive).
+#   Rule 2: `create_db_from_world` never changes an existing database: SQLite refuses an
+#           existing path, PostgreSQL refuses a schema that already holds records.
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Final
+
+_URL: Final[re.Pattern[str]] = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
+_PASSWORD_IN_URL: Final[re.Pattern[str]] = re.compile(r"^([a-z]+://[^:/@]*):[^@/]*@", re.IGNORECASE)
+_PASSWORD_PARAM: Final[re.Pattern[str]] = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
+
+
+def is_postgres_url(text: str | Path) -> bool:
+    """True for a `postgresql://` or `postgres://` connection URL (Rule 1)."""
+    return isinstance(text, str) and _URL.match(text) is not None
+
+
+def redact(text: str | Path) -> str:
+    """`text` fit for messages: a URL's password (user:PASSWORD@ or ?password=) is hidden."""
+    shown = str(text)
+    if not is_postgres_url(shown):
+        return shown
+    shown = _PASSWORD_IN_URL.sub(r"\1:***@", shown)
+    return _PASSWORD_PARAM.sub(r"\1***", shown)
+
+
+def _postgres_dsn(url: str) -> str:
+    # libpq understands both schemes; normalise the case of the scheme only.
+    scheme, rest = url.split("://", 1)
+    return f"{scheme.lower()}://{rest}"
+
+
+def open_db(url_or_path: str | Path, *, must_exist: bool = False) -> Any:
+    """Open a markertools database: PostgreSQL for a URL, else a SQLite file.
+
+    Without `must_exist` a missing database (file, or schema without markertools tables)
+    is created; with it, FileNotFoundError (SQLite) or SchemaError (PostgreSQL) is raised
+    instead. Raises the adapter's own errors (psycopg.Error, sqlite3.Error, ...)."""
+    if is_postgres_url(url_or_path):
+        from markertools_adapters.postgres import open_store as open_postgres
+
+        return open_postgres(_postgres_dsn(str(url_or_path)), must_exist=must_exist)
+    from markertools_adapters.sqlite import open_store as open_sqlite
+
+    path = Path(url_or_path)
+    if must_exist and not path.is_file():
+        raise FileNotFoundError(f"{path}: no such database file")
+    return open_sqlite(path)
+
+
+def create_db_from_world(world: Any, url_or_path: str | Path) -> Any:
+    """A database holding `world` (Rule 2: an existing one is refused, never changed)."""
+    if is_postgres_url(url_or_path):
+        from markertools_adapters.postgres import create_store_from_world as create_postgres
+
+        return create_postgres(world, _postgres_dsn(str(url_or_path)))
+    from markertools_adapters.sqlite import create_store_from_world as create_sqlite
+
+    return create_sqlite(world, Path(url_or_path))

@@ -1,0 +1,300 @@
+# Owns: `WorktreeFiles`, the TaskFiles port (FIL-1..5) over worktrees on this machine:
+# mapping a task to its own worktree directory under a configured root, listing a
+# directory and reading a UTF-8 text file inside it, so that nothing outside the
+# worktree can ever be read.
+#
+# Layout (under the configured root; both names are fixed):
+#   <root>/host-worktrees/<task_id>/      a task's worktree created by the host
+#   <root>/tenants/<task_id>/...          a task's tenant directory
+# A task whose `worktree` field is unset uses the first of those two that exists.
+# A task whose `worktree` is set (absolute under the root, or relative to the root)
+# uses exactly that directory, which must be <root>/host-worktrees/<id> or
+# <root>/tenants/<id>, or a directory below one of them (never a fallback).
+#
+# Invariants:
+#   Rule 1 (FIL-5): a worktree is always the task's own existing directory: at least
+#           two components below the root, the second being the validated task id. The
+#           root, `tenants/`, `host-worktrees/` and anything above are never one.
+#   Rule 2: every component below the root is opened relative to its parent's
+#           descriptor with O_NOFOLLOW (`dir_fd` walk); intermediate components with
+#           O_DIRECTORY, the final file with O_NONBLOCK | O_NOCTTY and then fstat'ed.
+#           A symlink swapped in after a check makes the open fail ("changed"), so no
+#           byte outside the worktree is ever read.
+#   Rule 3: symlinks inside the worktree are followed by this walk itself (at most
+#           40): a relative target is resolved against the link's directory on the
+#           walk's own descriptor stack (".." pops it; popping the worktree itself is
+#           "points outside"); an absolute target is accepted only when it names the
+#           worktree (lexically, via the root as configured or as resolved).
+#   Rule 4: only regular files are read and only directories are listed; anything else
+#           (FIFO, device, socket) is refused without being opened.
+#   Rule 5: bounded memory: a file is read in chunks until max_chars + 1 code points
+#           are decoded or it ends; NUL bytes or invalid UTF-8 in the bytes read refuse
+#           it; listing keeps only the first LIST_LIMIT names.
+#   Rule 6: every failure is a FileRefused with a specific reason; read() never raises
+#           for anything a task or a turn controls.
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections import deque
+from pathlib import Path
+from typing import Final
+
+from markertools._decision import Denied
+from markertools._model import Task
+from markertools._msg import Msg, msg
+from markertools._paths import check_relative_path, display_name, task_id_component_problem
+from markertools._ports import FileAnswer, FileListing, FileRefused, FileText
+from markertools_adapters._fsread import list_directory, read_text
+
+HOST_WORKTREES_DIR: Final[str] = "host-worktrees"
+TENANTS_DIR: Final[str] = "tenants"
+LIST_LIMIT: Final[int] = 50
+MAX_SYMLINKS: Final[int] = 40
+MAX_DEPTH: Final[int] = 256  # directories below the worktree one path may descend through
+
+_CLOEXEC: Final[int] = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW: Final[int] = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY: Final[int] = getattr(os, "O_DIRECTORY", 0)
+_ROOT_FLAGS: Final[int] = os.O_RDONLY | _DIRECTORY | _CLOEXEC
+_DIR_FLAGS: Final[int] = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
+_FILE_FLAGS: Final[int] = (
+    os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
+)
+
+
+class _Refusal(Exception):
+    def __init__(self, reason: Msg) -> None:
+        super().__init__(reason.key)
+        self.reason = reason
+
+
+def _kind_of(mode: int) -> Msg:
+    for test, key in (
+        (stat.S_ISFIFO, "files.kind_fifo"),
+        (stat.S_ISCHR, "files.kind_char_device"),
+        (stat.S_ISBLK, "files.kind_block_device"),
+        (stat.S_ISSOCK, "files.kind_socket"),
+    ):
+        if test(mode):
+            return msg(key)
+    return msg("files.kind_other")
+
+
+def _os_error(path: str, exc: OSError) -> _Refusal:
+    return _Refusal(msg("files.os_error", path=path, error=exc.strerror or type(exc).__name__))
+
+
+class WorktreeFiles:
+    """TaskFiles over `<root>` (see the layout above); `host` is the local host name
+    FIL-2 compares a task's `host` with (None: tasks with a host set are refused)."""
+
+    def __init__(self, root: Path | str, host: str | None) -> None:
+        if not (os.open in os.supports_dir_fd and _NOFOLLOW and _DIRECTORY):
+            raise RuntimeError("WorktreeFiles needs POSIX openat with O_NOFOLLOW/O_DIRECTORY")
+        path = Path(root)
+        if not path.is_dir():
+            raise ValueError(f"worktree root {str(path)!r} is not an existing directory")
+        self._root = os.path.abspath(path)
+        self._root_real = os.path.realpath(path)
+        self._host = host
+
+    @property
+    def local_host(self) -> str | None:
+        return self._host
+
+    @property
+    def root(self) -> Path:
+        return Path(self._root)
+
+    # ---- the port ----------------------------------------------------------------
+
+    def read(self, task: Task, path: str | None, max_chars: int) -> FileAnswer:
+        checked = check_relative_path(path)
+        if isinstance(checked, Denied):
+            return FileRefused(checked.reason)
+        with contextlib.ExitStack() as fds:
+            try:
+                wt_fd, wt_parts = self._open_worktree(task, fds)
+                kind, fd, st = self._resolve(wt_fd, wt_parts, checked.parts, fds)
+                shown = display_name(str(checked)) or "."
+                if kind == "dir":
+                    entries, omitted = list_directory(fd, LIST_LIMIT)
+                    return FileListing(entries, omitted)
+                outcome = read_text(fd, max(0, max_chars))
+                if isinstance(outcome, Msg):
+                    return FileRefused(msg("files.not_text", path=shown, why=outcome))
+                text, truncated, total = outcome
+                return FileText(shown, text, truncated, total, st.st_size)
+            except _Refusal as refusal:
+                return FileRefused(refusal.reason)
+            except OSError as exc:  # anything unforeseen (EIO, ENOMEM...): still a refusal
+                return FileRefused(_os_error(display_name(str(checked)) or ".", exc).reason)
+
+    # ---- locating the worktree (FIL-5) ---------------------------------------------
+
+    def _worktree_candidates(self, task: Task) -> tuple[tuple[str, ...], ...]:
+        """The worktree locations to try, as components below the root (Rule 1)."""
+        problem = task_id_component_problem(task.id)
+        if problem is not None:
+            raise _Refusal(msg("files.task_id_unusable", problem=problem))
+        own = ((HOST_WORKTREES_DIR, task.id), (TENANTS_DIR, task.id))
+        recorded = task.worktree
+        if recorded is None or recorded.strip() == "":
+            return own
+        parts = self._recorded_parts(recorded)
+        if parts[:2] not in own:
+            raise _Refusal(
+                msg(
+                    "files.worktree_not_own",
+                    path=display_name(recorded),
+                    own=tuple("/".join(o) for o in own),
+                )
+            )
+        return (parts,)
+
+    def _recorded_parts(self, recorded: str) -> tuple[str, ...]:
+        relative = recorded
+        if recorded.startswith("/"):
+            for base in (self._root, self._root_real):
+                if recorded == base or recorded.startswith(base.rstrip("/") + "/"):
+                    relative = recorded[len(base) :].lstrip("/")
+                    break
+            else:
+                raise _Refusal(msg("files.worktree_outside_root", path=display_name(recorded)))
+        checked = check_relative_path(relative)
+        if isinstance(checked, Denied):
+            raise _Refusal(msg("files.worktree_invalid", path=display_name(recorded)))
+        return checked.parts
+
+    def _open_worktree(self, task: Task, fds: contextlib.ExitStack) -> tuple[int, tuple[str, ...]]:
+        candidates = self._worktree_candidates(task)
+        try:
+            root_fd = os.open(self._root, _ROOT_FLAGS)
+        except OSError as exc:
+            raise _Refusal(
+                msg("files.root_unavailable", error=exc.strerror or type(exc).__name__)
+            ) from exc
+        fds.callback(os.close, root_fd)
+        for parts in candidates:
+            fd = root_fd
+            try:
+                for index, part in enumerate(parts):
+                    fd = self._open_dir(fd, part, "/".join(parts[: index + 1]), fds)
+            except FileNotFoundError:
+                continue
+            return fd, parts
+        shown = tuple(display_name("/".join(p)) for p in candidates)
+        raise _Refusal(msg("files.no_local_worktree", looked=shown))
+
+    @staticmethod
+    def _open_dir(parent: int, name: str, shown: str, fds: contextlib.ExitStack) -> int:
+        """Open a worktree-location component; a symlink or non-directory is refused."""
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise _Refusal(msg("files.worktree_not_dir", path=display_name(shown))) from exc
+        fds.callback(os.close, fd)
+        return fd
+
+    # ---- resolving a path inside the worktree (Rules 2-4) ---------------------------
+
+    def _absolute_link_parts(self, target: str, wt_parts: tuple[str, ...]) -> list[str] | None:
+        """Components below the worktree for an absolute link target, None if outside."""
+        for base in (self._root, self._root_real):
+            worktree = os.path.join(base, *wt_parts)
+            if target == worktree or target.startswith(worktree.rstrip("/") + "/"):
+                return target[len(worktree) :].split("/")
+        return None
+
+    def _resolve(
+        self,
+        wt_fd: int,
+        wt_parts: tuple[str, ...],
+        parts: tuple[str, ...],
+        fds: contextlib.ExitStack,
+    ) -> tuple[str, int, os.stat_result]:
+        stack: list[int] = [wt_fd]
+        names: list[str] = []  # the logical path below the worktree, parallel to stack[1:]
+        pending: deque[str] = deque(parts)
+        links = 0
+        requested = display_name("/".join(parts))
+        while pending:
+            name = pending.popleft()
+            if name in ("", "."):
+                continue
+            if name == "..":  # only ever from a symlink's target (paths refuse "..")
+                if len(stack) == 1:
+                    raise _Refusal(msg("files.symlink_outside", path=requested))
+                stack.pop()
+                names.pop()
+                continue
+            here = display_name("/".join([*names, name]))
+            try:
+                st = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
+            except FileNotFoundError as exc:
+                raise _Refusal(msg("files.not_found", path=here)) from exc
+            except OSError as exc:
+                raise _os_error(here, exc) from exc
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+                if links > MAX_SYMLINKS:
+                    raise _Refusal(msg("files.symlink_loop", path=requested, limit=MAX_SYMLINKS))
+                try:
+                    target = os.readlink(name, dir_fd=stack[-1])
+                except OSError as exc:  # gone or no longer a link since the lstat
+                    raise _Refusal(msg("files.changed", path=here)) from exc
+                if target.startswith("/"):
+                    inside = self._absolute_link_parts(target, wt_parts)
+                    if inside is None:
+                        raise _Refusal(msg("files.symlink_outside", path=requested))
+                    del stack[1:], names[:]
+                    pending.extendleft(reversed(inside))
+                else:
+                    pending.extendleft(reversed(target.split("/")))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if len(stack) > MAX_DEPTH:  # bounds the descriptors one read holds
+                    raise _Refusal(msg("files.too_deep", path=requested, limit=MAX_DEPTH))
+                fd = self._open_checked(stack[-1], name, _DIR_FLAGS, st, here, fds)
+                stack.append(fd)
+                names.append(name)
+                continue
+            if pending:
+                raise _Refusal(msg("files.not_a_directory", path=requested, component=here))
+            if not stat.S_ISREG(st.st_mode):
+                raise _Refusal(msg("files.not_regular", path=here, what=_kind_of(st.st_mode)))
+            fd = self._open_checked(stack[-1], name, _FILE_FLAGS, st, here, fds)
+            return "file", fd, os.fstat(fd)
+        return "dir", stack[-1], os.fstat(stack[-1])
+
+    @staticmethod
+    def _open_checked(
+        parent: int,
+        name: str,
+        flags: int,
+        seen: os.stat_result,
+        here: str,
+        fds: contextlib.ExitStack,
+    ) -> int:
+        """Open `name` and prove it is the object `seen` by lstat (Rule 2)."""
+        try:
+            fd = os.open(name, flags, dir_fd=parent)
+        except FileNotFoundError as exc:
+            raise _Refusal(msg("files.changed", path=here)) from exc
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.EMLINK):
+                # a symlink (ELOOP; EMLINK on some BSDs) or another type swapped in
+                raise _Refusal(msg("files.changed", path=here)) from exc
+            raise _os_error(here, exc) from exc
+        fds.callback(os.close, fd)
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino) or stat.S_IFMT(
+            now.st_mode
+        ) != stat.S_IFMT(seen.st_mode):
+            raise _Refusal(msg("files.changed", path=here))
+        return fd
