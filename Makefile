@@ -22,8 +22,11 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy --strict src
 
+# The tests run against a real throwaway PostgreSQL server too (installed on Debian
+# when missing, started on a loopback port, removed afterwards); the wrapper fails
+# when no server can be started, so the PostgreSQL tests never silently skip here.
 pytest: $(VENV)/.installed
-	$(BIN)/python -m pytest -q
+	scripts/with_postgres.sh $(BIN)/python -m pytest -q
 
 test: lint typecheck pytest
 

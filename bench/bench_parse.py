@@ -54,7 +54,7 @@ MARKERS = [
     '```task-cancel\n{"task_id": 42}\n```\n',
     '1. Start the worker:\n   ```task-create\n   {"prompt": "in a list item"}\n   ```\n',
     '> ```task-create\n> {"prompt": "quoted: never runs"}\n> ```\n',
-    '```quota-status\n{}\n```\n',
+    "```quota-status\n{}\n```\n",
 ]
 
 
@@ -143,13 +143,15 @@ def main() -> None:
     md_parse = markdown_it_parse()
 
     print("== transcripts: parse_turn time / text.count('```') time ==")
-    print(f"{'size':>10} {'markers':>7} {'count':>9} {'parse_turn':>11} {'ratio':>6} {'md-it':>10} {'md/parse':>8} agree")
+    print(
+        f"{'size':>10} {'markers':>7} {'count':>9} {'parse_turn':>11} {'ratio':>6} {'md-it':>10} {'md/parse':>8} agree"
+    )
     for size in sizes:
         for markers in (0, 5, 20):
             text = transcript(size, markers, seed=size + markers)
-            base = best(lambda: text.count("```"), repeat * 3)
-            ours = best(lambda: parse_turn(text), repeat)
-            md_time = best(lambda: md_parse(text), 1 if size >= 1_000_000 else repeat)
+            base = best(lambda t=text: t.count("```"), repeat * 3)
+            ours = best(lambda t=text: parse_turn(t), repeat)
+            md_time = best(lambda t=text: md_parse(t), 1 if size >= 1_000_000 else repeat)
             print(
                 f"{len(text):>10} {markers:>7} {base * 1e3:>7.3f}ms {ours * 1e3:>9.3f}ms "
                 f"{ours / base:>5.1f}x {md_time * 1e3:>8.1f}ms {md_time / ours:>7.0f}x {agree(text)}"
@@ -166,8 +168,8 @@ def main() -> None:
         "indented openers",
     ):
         small, large = adversarial(kind, base_n), adversarial(kind, base_n * 10)
-        t_small = best(lambda: parse_turn(small), repeat)
-        t_large = best(lambda: parse_turn(large), max(1, repeat // 2))
+        t_small = best(lambda t=small: parse_turn(t), repeat)
+        t_large = best(lambda t=large: parse_turn(t), max(1, repeat // 2))
         print(
             f"{kind:>26}: n={len(small):>9} {t_small * 1e3:8.1f}ms  10n={len(large):>9} "
             f"{t_large * 1e3:9.1f}ms  ratio {t_large / t_small:5.1f}"

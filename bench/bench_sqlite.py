@@ -206,6 +206,49 @@ def bench_scale(tmp: Path, quick: bool) -> None:
         )
 
 
+def bench_statements_per_kind(tmp: Path) -> None:
+    """Marginal SQL statements of one more block, per kind (marker texts, parse included)."""
+    from markertools_adapters.sqlite import SqliteStore
+
+    def count(store: SqliteStore, text: str, sender: str) -> int:
+        ports = memory_ports(store, clock=VirtualClock(1_800_000_100.0), random=SeededRandom(text))
+        statements: list[str] = []
+        with store.traced(statements.append):
+            deliver_turn(text, sender=sender, outcome="completed", ports=ports)
+        return len(statements)
+
+    def blocks(kind: str, bodies: list[str]) -> str:
+        return "".join(f"```{kind}\n{body}\n```\n\n" for body in bodies)
+
+    senders = [f"k{i}" for i in range(12)]
+    path = tmp / "kinds.db"
+    build_db(path, 1_000, senders)
+    store = open_store(path)
+    rows = []
+    for n, (kind, body) in enumerate(
+        [
+            ("task-create", '{{"prompt": "p{i}"}}'),
+            ("task-cancel", '{{"task_id": "{s}-c{i}"}}'),
+            ("task-poll", '{{"task_id": "{s}-f{i}"}}'),
+            ("task-list", '{{"limit": {i}}}'),
+            ("todo-create", '{{"title": "t{i}"}}'),
+        ]
+    ):
+        one_s, five_s = senders[2 * n], senders[2 * n + 1]
+        one = count(store, blocks(kind, [body.format(i=0, s=one_s)]), one_s)
+        five = count(store, blocks(kind, [body.format(i=i, s=five_s) for i in range(5)]), five_s)
+        rows.append((kind, one, five, (five - one) / 4))
+    s1, s8 = senders[10], senders[11]
+    wait1 = count(store, blocks("wait-threads", [f'{{"task_ids": ["{s1}-f0"]}}']), s1)
+    ids = ", ".join(f'"{s8}-f{i}"' for i in range(8))
+    wait8 = count(store, blocks("wait-threads", [f'{{"task_ids": [{ids}]}}']), s8)
+    store.close()
+    print("  statements per turn: 1 block / 5 blocks -> per extra block")
+    for kind, one, five, extra in rows:
+        print(f"    {kind:<12} {one:>3} / {five:>3} -> {extra:.1f}")
+    print(f"    wait-threads with 1 target: {wait1}, with 8 targets: {wait8} (one read per round)")
+
+
 # ---- 3: processes ---------------------------------------------------------------------------
 
 
@@ -351,6 +394,7 @@ def main(argv: list[str] | None = None) -> None:
         if wanted & {"scale", "statements"}:
             print("scale + statements (typical turn: 5 create, 5 cancel, 5 poll, 2 wait x 8):")
             bench_scale(tmp, args.quick)
+            bench_statements_per_kind(tmp)
         if "processes" in wanted:
             print("processes on one file:")
             bench_processes(tmp, args.quick)

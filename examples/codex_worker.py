@@ -9,8 +9,8 @@ What it shows (no glue code between Codex and markertools beyond this file):
 3. `deliver_turn(turn.text, outcome=turn.delivery_outcome, ...)` with the SQLite adapter
    (only a completed turn executes anything, TRN-3);
 4. send the report (and any "/goal ..." follow-up) back as the next `turn/start` input;
-5. stop after `max_turns`, when a turn is not delivered, when nothing was queued, on a
-   timeout, or when the server exits.
+5. stop after `max_turns`, when a turn is not delivered, when a turn had no marker
+   block (the agent asked for nothing more), on a timeout, or when the server exits.
 
 Server -> client requests (command / file-change approvals) are declined; other server
 requests get a JSON-RPC "method not found" error. Run it against a database made with
@@ -194,8 +194,8 @@ class WorkerResult:
     turns: list[CodexTurn] = field(default_factory=list)
     reports: list[DeliveryReport] = field(default_factory=list)
     inputs: list[list[str]] = field(default_factory=list)  # texts sent with each turn/start
-    # why the loop ended: max_turns | child_exited | not_delivered | nothing_queued |
-    # timeout | "error: ..." (a request refused or answered in an unexpected shape)
+    # why the loop ended: max_turns | child_exited | not_delivered | no_blocks |
+    # nothing_queued | timeout | "error: ..." (a request refused or a malformed answer)
     stopped: str = ""
     exit_code: int | None = None
 
@@ -243,6 +243,9 @@ def run_worker(
             result.reports.append(report)
             if not report.delivered:
                 result.stopped = "not_delivered"  # interrupted / failed / incomplete turn
+                break
+            if not report.entries:
+                result.stopped = "no_blocks"  # the agent asked for nothing: its work is done
                 break
             inputs = list(report.followups)  # the report, then any "/goal ..." (GOA-2)
             if not inputs:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import itertools
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 from hypothesis import strategies as st
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
-SCHEMAS = Path("/work/shared/fixtures/codex/schema")
+SCHEMAS = FIXTURES / "schema"  # upstream openai/codex app-server v2 schemas
 APPSERVER_STREAM = FIXTURES / "appserver_stream.jsonl"
 ROLLOUT = FIXTURES / "rollout-2025-10-01T10-00-00-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"
 
@@ -100,3 +102,38 @@ marker_text = st.builds(
     _text,
 )
 agent_texts = st.one_of(fence_text, marker_text)
+
+
+# ---- upstream schema validation ----------------------------------------------------------
+
+
+@cache
+def _validators() -> dict[str, jsonschema.Draft7Validator]:
+    turn_doc = json.loads((SCHEMAS / "TurnCompletedNotification.json").read_text())
+    error_doc = json.loads((SCHEMAS / "ErrorNotification.json").read_text())
+    item_schema = {"$ref": "#/definitions/ThreadItem", "definitions": turn_doc["definitions"]}
+    return {
+        # TurnStartedNotification has the same shape ({threadId, turn}) as TurnCompleted
+        "turn/started": jsonschema.Draft7Validator(turn_doc),
+        "turn/completed": jsonschema.Draft7Validator(turn_doc),
+        "error": jsonschema.Draft7Validator(error_doc),
+        "item": jsonschema.Draft7Validator(item_schema),
+    }
+
+
+def validate_notification(message: dict[str, Any]) -> bool:
+    """Validate one message against the upstream schema for its method; True when a
+    schema applied. Raises jsonschema.ValidationError when the message does not conform."""
+    v = _validators()
+    method = message.get("method")
+    if "id" in message or method is None:
+        return False
+    params = message["params"]
+    if method in ("item/started", "item/completed"):
+        v["item"].validate(params["item"])
+        assert isinstance(params["threadId"], str) and isinstance(params["turnId"], str)
+        return True
+    if method in ("turn/started", "turn/completed", "error"):
+        v[method].validate(params)
+        return True
+    return False

@@ -4,7 +4,6 @@ turn assembly, statuses, errors, threads, malformed input."""
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
 import jsonschema
@@ -12,13 +11,13 @@ import pytest
 from strategies_codex import (
     APPSERVER_STREAM,
     FIXTURES,
-    SCHEMAS,
     agent_item,
     delta,
     error_note,
     line,
     turn_completed,
     turn_started,
+    validate_notification,
 )
 
 from markertools_adapters.codex import (
@@ -29,38 +28,6 @@ from markertools_adapters.codex import (
 )
 
 # ---- the fixtures speak the real protocol -----------------------------------------------
-
-
-@cache
-def _validators() -> dict[str, jsonschema.Draft7Validator]:
-    turn_doc = json.loads((SCHEMAS / "TurnCompletedNotification.json").read_text())
-    error_doc = json.loads((SCHEMAS / "ErrorNotification.json").read_text())
-    item_schema = {"$ref": "#/definitions/ThreadItem", "definitions": turn_doc["definitions"]}
-    return {
-        # TurnStartedNotification has the same shape ({threadId, turn}) as TurnCompleted
-        "turn/started": jsonschema.Draft7Validator(turn_doc),
-        "turn/completed": jsonschema.Draft7Validator(turn_doc),
-        "error": jsonschema.Draft7Validator(error_doc),
-        "item": jsonschema.Draft7Validator(item_schema),
-    }
-
-
-def validate_notification(message: dict[str, Any]) -> bool:
-    """Validate one message against the upstream schema for its method; True when a
-    schema applied. Raises jsonschema.ValidationError when the message does not conform."""
-    v = _validators()
-    method = message.get("method")
-    if "id" in message or method is None:
-        return False
-    params = message["params"]
-    if method in ("item/started", "item/completed"):
-        v["item"].validate(params["item"])
-        assert isinstance(params["threadId"], str) and isinstance(params["turnId"], str)
-        return True
-    if method in ("turn/started", "turn/completed", "error"):
-        v[method].validate(params)
-        return True
-    return False
 
 
 def test_fixture_stream_notifications_validate_against_upstream_schemas() -> None:

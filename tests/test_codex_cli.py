@@ -232,6 +232,8 @@ def test_run_codex_parse_listing_directly(capsys: pytest.CaptureFixture[str]) ->
     assert [t["blocks"] for t in listing["turns"]] == [2, 1, 1, 1, 0]
     run_codex_parse(None, ROLLOUT, None, False)
     out = capsys.readouterr().out
-    assert "line-21  failed  1 block(s)  error: You've hit your usage limit." in out
+    (row,) = [r.split() for r in out.splitlines() if "line-21" in r]
+    assert row[2:5] == ["failed", "1", "error:"]
+    assert "You've hit your usage limit." in out
     assert _exit_code(run_codex_parse, APPSERVER_STREAM, ROLLOUT, None, True) == 2
     assert _exit_code(run_codex_parse, None, None, None, True) == 2

@@ -12,8 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from strategies_codex import FIXTURES
-from test_codex_appserver import validate_notification
+from strategies_codex import FIXTURES, validate_notification
 
 from markertools._model import PermissionGrant, Project, Task
 from markertools_adapters.codex import read_app_server_stream
@@ -158,7 +157,8 @@ def test_worker_delivers_each_completed_turn_and_sends_the_report_back(tmp_path:
 @pytest.mark.rule("TRN-3")
 def test_worker_stops_at_max_turns(tmp_path: Path) -> None:
     store = _store()
-    argv = _script(tmp_path, *({"messages": [f"turn {i}"]} for i in range(5)))
+    todo = '```todo-create\n{{"title": "step {}"}}\n```'
+    argv = _script(tmp_path, *({"messages": [todo.format(i)]} for i in range(5)))
     result = worker.run_worker(
         argv,
         ports=worker.make_ports(store),
@@ -223,3 +223,21 @@ def test_worker_reports_a_refused_request(tmp_path: Path) -> None:
         request_timeout=30,
     )
     assert result.stopped.startswith("error: initialize") and "nope" in result.stopped
+
+
+def test_worker_stops_when_a_turn_has_no_blocks(tmp_path: Path) -> None:
+    argv = _script(
+        tmp_path, {"messages": [TODO]}, {"messages": ["All done."]}, {"messages": [TODO]}
+    )
+    result = worker.run_worker(
+        argv,
+        ports=worker.make_ports(_store()),
+        sender="t1",
+        prompt="go",
+        max_turns=5,
+        turn_timeout=60,
+        request_timeout=60,
+    )
+    assert result.stopped == "no_blocks"
+    assert [len(r.entries) for r in result.reports] == [1, 0]
+    assert sum(m.get("method") == "turn/start" for m in _log(tmp_path)) == 2

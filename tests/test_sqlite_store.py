@@ -262,3 +262,33 @@ def test_world_now_is_kept_and_advanced(tmp_path: Path) -> None:
         assert store.world_now() == 1798333260.5
     with open_store(tmp_path / "fresh.db") as store:
         assert store.world_now() is None
+
+
+@pytest.mark.rule("CTL-4")
+def test_threads_sharing_a_store_or_holding_their_own_race_safely(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "threads.db"
+    tasks = tuple(Task(id=f"t{i}", project_id="p", status="running") for i in range(20))
+    create_store_from_world(World(tasks=tasks), path).close()
+    shared = open_store(path)
+    own = [open_store(path) for _ in range(4)]
+    stores = [shared] * 4 + own
+    wins: list[str] = []
+    start = threading.Barrier(len(stores))
+
+    def run(store: object) -> None:
+        start.wait()
+        for task in tasks:
+            if store.transition_task(task.id, "running", {"status": "interrupted"}) is not None:  # type: ignore[attr-defined]
+                wins.append(task.id)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(wins) == sorted(t.id for t in tasks)  # each task: exactly one winner
+    assert {t.status for t in shared.export_world(0.0).tasks} == {"interrupted"}
+    for store in [shared, *own]:
+        store.close()

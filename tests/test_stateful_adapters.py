@@ -44,11 +44,13 @@ def _call(store: Any, method: str, *args: Any, **kwargs: Any) -> tuple[str, Any]
 
 
 def _normal(value: Any) -> Any:
-    """Mappings compare as dicts; everything else as repr (exact floats)."""
+    """Mappings and sets compare sorted; everything else as repr (exact floats)."""
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "ok":
         inner = value[1]
         if hasattr(inner, "items") and not isinstance(inner, tuple):
             return ("ok", repr(sorted(inner.items())))
+        if isinstance(inner, (set, frozenset)):  # equal sets may iterate in other orders
+            return ("ok", repr(sorted(inner)))
         return ("ok", repr(inner))
     return value
 

@@ -80,7 +80,8 @@ def watch(
         pause = min(float(interval), remaining)
         waiter = ctx.ports.waiter
         if waiter is not None:
-            waiter.wait_for_change(tuple(pending), pause)
+            # the sender too: a cancelled sender ends the wait at once (WAI-5, TRN-5)
+            waiter.wait_for_change((*pending, ctx.sender.id), pause)
         else:
             ctx.ports.clock.sleep(pause)
         rows = read_round(ctx, pending)

@@ -59,7 +59,7 @@ from markertools._extract_scan import (
     may_have_candidates,
     next_cut,
 )
-from markertools._nearmiss import ORDINARY, classify
+from markertools._nearmiss import classify
 
 
 @attrs.frozen
@@ -75,12 +75,15 @@ class RawBlock:
 
 
 def normalize_text(text: str) -> str:
-    """Rule 1."""
+    """Rule 1, line endings (NUL is replaced where it is read: info strings, bodies,
+    markdown-it regions; it never changes block structure)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if "\0" in text:
-        text = text.replace("\0", "\ufffd")
     return text
+
+
+def _no_nul(text: str) -> str:
+    return text.replace("\0", "\ufffd")
 
 
 class _Lines:
@@ -101,10 +104,11 @@ class _Lines:
 
 
 def _block(info: str, line: int, body: str, closed: bool) -> RawBlock | None:
+    info = _no_nul(info)
     written, suggestion = classify(info)
     if written is None and suggestion is None:
         return None
-    return RawBlock(line, info, written, suggestion, body if closed else "", closed)
+    return RawBlock(line, info, written, suggestion, _no_nul(body) if closed else "", closed)
 
 
 def extract_blocks(text: str, *, full: bool = False) -> tuple[RawBlock, ...]:
@@ -112,6 +116,14 @@ def extract_blocks(text: str, *, full: bool = False) -> tuple[RawBlock, ...]:
     text = normalize_text(text)
     if full:
         return tuple(_Scanner(text, []).zone_blocks(0, len(text)))
+    try:
+        return extract_fast(text)
+    except Exception:  # pragma: no cover - defensive: the full path is the reference
+        return tuple(_Scanner(text, []).zone_blocks(0, len(text)))
+
+
+def extract_fast(text: str) -> tuple[RawBlock, ...]:
+    """The fast path on normalised text (tests call it directly, without the guard)."""
     if not may_have_candidates(text):
         return ()
     lines = fence_lines(text)
@@ -133,75 +145,66 @@ class _Scanner:
         self.last_cut = 0
         self._zone_end = 0
 
-    def _next_line(self, line_end: int) -> int:
-        return min(line_end + 1, self.n)
-
     def run(self) -> list[RawBlock]:
         fl = self.fl
+        text = self.text
+        count = len(fl)
         last_cand = max(i for i, f in enumerate(fl) if f[CAND])
+        # (char, run) of lines that can close a top-level fence, else None
+        closes = [(f[CH], f[RUN]) if f[PK] <= IND and f[BLANK] else None for f in fl]
         scan_from = 0
         k = 0
         while k <= last_cand:
             f = fl[k]
             ls = f[LS]
             if scan_from < ls:
-                risk = gap_risk(self.text, scan_from, ls)
+                risk = gap_risk(text, scan_from, ls)
                 if risk >= 0:
                     k = self.zone(risk)
                     scan_from = self.last_cut
                     continue
-                scan_from = ls
             pkind = f[PK]
             if pkind == COL0 and f[VALID]:
-                j = self._closer(k)
+                ch, run = f[CH], f[RUN]
+                j = k + 1
+                while j < count:
+                    c = closes[j]
+                    if c is not None and c[0] == ch and c[1] >= run:
+                        break
+                    j += 1
+                closer = fl[j] if j < count else None
                 if f[CAND]:
-                    self._record_col0(f, fl[j] if j >= 0 else None)
-                if j < 0:
+                    self._record_col0(f, closer)
+                if closer is None:
                     break
-                self.last_cut = scan_from = self._next_line(fl[j][LE])
+                self.last_cut = scan_from = min(closer[LE] + 1, self.n)
                 k = j + 1
             elif f[CAND]:
                 k = self.zone(ls)
                 scan_from = self.last_cut
             elif pkind == IND and f[VALID]:
-                j = self._accept_indented(k)
+                j = self._accept_indented(k, closes)
                 if j < 0:
                     k = self.zone(ls)
                     scan_from = self.last_cut
                 else:
-                    scan_from = self._next_line(fl[j][LE])
+                    scan_from = min(fl[j][LE] + 1, self.n)
                     k = j + 1
             else:
-                scan_from = self._next_line(f[LE])
+                scan_from = min(f[LE] + 1, self.n)
                 k += 1
         return self.out
 
     # ---- the simple cases -----------------------------------------------------
 
-    def _is_closer(self, g: FenceLine, f: FenceLine) -> bool:
-        return (
-            (g[PK] == COL0 or g[PK] == IND)
-            and g[CH] == f[CH]
-            and g[RUN] >= f[RUN]
-            and g[BLANK]
-        )
-
-    def _closer(self, k: int) -> int:
-        """Index of the line closing the top-level fence opened by line k, else -1."""
-        f = self.fl[k]
-        for j in range(k + 1, len(self.fl)):
-            if self._is_closer(self.fl[j], f):
-                return j
-        return -1
-
     def _record_col0(self, f: FenceLine, closer: FenceLine | None) -> None:
         info = self.text[f[RS] : f[LE]].strip(" \t")
-        body = self.text[self._next_line(f[LE]) : closer[LS]] if closer else ""
+        body = self.text[min(f[LE] + 1, self.n) : closer[LS]] if closer else ""
         block = _block(info, self.lines.at(f[LS]), body, closer is not None)
         if block is not None:
             self.out.append(block)
 
-    def _accept_indented(self, k: int) -> int:
+    def _accept_indented(self, k: int, closes: list[tuple[str, int] | None]) -> int:
         """A valid fence N indented w = 1..3 spaces, not a candidate. It is a top-level
         opener, or it sits in a list item (whose content offset is <= w). Accept it
         (return its closer's index) when both readings agree: a closing fence C
@@ -209,12 +212,14 @@ class _Scanner:
         item would still be open at C, and C closes N either way), with no candidate
         and no deep container prefix in between. Else -1 (a zone decides)."""
         n_line = self.fl[k]
+        ch, run = n_line[CH], n_line[RUN]
         limit = self.violations.after(n_line[WIDTH], n_line[LE])
         for j in range(k + 1, len(self.fl)):
             g = self.fl[j]
             if g[LS] >= limit or g[CAND]:
                 return -1
-            if self._is_closer(g, n_line):
+            c = closes[j]
+            if c is not None and c[0] == ch and c[1] >= run:
                 if deep_line_in(self.text, n_line[LE], g[LS]):
                     return -1
                 return j
@@ -242,7 +247,7 @@ class _Scanner:
         from markertools._extract_md import parse_region
 
         while True:
-            result = parse_region(self.text[start:end])
+            result = parse_region(_no_nul(self.text[start:end]))
             if end >= self.n or (result.safe_end and not result.nesting_limit):
                 break
             if result.nesting_limit:
@@ -253,8 +258,6 @@ class _Scanner:
         first_line = self.lines.at(start)
         for fence in result.fences:
             info = fence.info.strip(" \t")
-            if classify(info) == ORDINARY:
-                continue
             block = _block(info, first_line + fence.line, fence.body, fence.closed)
             if block is not None:
                 self.out.append(block)

@@ -60,7 +60,7 @@ def _closed(state: Any, start: int, last: int, marker: str, length: int) -> bool
         return False
     while end < maximum and state.src[end] in " \t":
         end += 1
-    return end >= maximum
+    return bool(end >= maximum)
 
 
 def _wrap(rule: Callable[..., bool]) -> Callable[..., bool]:
@@ -70,9 +70,7 @@ def _wrap(rule: Callable[..., bool]) -> Callable[..., bool]:
         if not silent:
             token = state.tokens[-1]
             markup = token.markup or "`"
-            token.meta = {
-                "closed": _closed(state, start, state.line - 1, markup[0], len(markup))
-            }
+            token.meta = {"closed": _closed(state, start, state.line - 1, markup[0], len(markup))}
         return True
 
     return fence_recording_close
@@ -123,7 +121,6 @@ def parse_region(src: str) -> RegionResult:
                 safe_end = False
             if quote_depth == 0 and token.map:
                 fences.append(FenceToken(token.map[0], token.info, token.content, closed))
-        elif kind == "html_block" and token.level == 0 and token.map:
-            if token.map[1] >= line_count:
-                safe_end = False
+        elif kind == "html_block" and token.level == 0 and token.map and token.map[1] >= line_count:
+            safe_end = False
     return RegionResult(tuple(fences), safe_end, nesting_limit)

@@ -23,18 +23,33 @@ from typing import Final
 from markertools._nearmiss import ORDINARY, classify
 
 # A fence line: (ls, fs, rs, le, ch, run, pkind, width, valid, blank, cand)
-LS, FS, RS, LE, CH, RUN, PK, WIDTH, VALID, BLANK, CAND = range(11)
-COL0, IND, DEEP, CONT = 0, 1, 2, 3  # prefix kinds: none, 1-3 spaces, other blank, containers
+LS: Final = 0  # line start
+FS: Final = 1  # fence run start
+RS: Final = 2  # fence run end
+LE: Final = 3  # line end
+CH: Final = 4  # fence character
+RUN: Final = 5  # fence run length
+PK: Final = 6  # prefix kind
+WIDTH: Final = 7  # prefix length
+VALID: Final = 8  # a valid opener (no backtick in a backtick fence's info)
+BLANK: Final = 9  # nothing but spaces/tabs after the run (closing-fence shaped)
+CAND: Final = 10  # info string is a kind or a near miss
+# prefix kinds: none, 1-3 spaces, other blank, container markers
+COL0: Final = 0
+IND: Final = 1
+DEEP: Final = 2
+CONT: Final = 3
 FenceLine = tuple[int, int, int, int, str, int, int, int, bool, bool, bool]
 
 _PREFIX = re.compile(r"[ \t>*+\-.)0-9]*")
 _RUNS: Final[dict[str, re.Pattern[str]]] = {"`": re.compile("`+"), "~": re.compile("~+")}
 _MARKER = re.compile(r"[>*+\-0-9]")
 DEEP_COLUMNS: Final[int] = 16  # container prefixes this wide may reach markdown-it's nesting limit
-_GAP_RISK = re.compile(r"\n(?: {0,3}<|[ \t>*+\-.)0-9]*\t|[ >*+\-.)0-9]{%d})" % DEEP_COLUMNS)
-_GAP_RISK_FIRST = re.compile(r" {0,3}<|[ \t>*+\-.)0-9]*\t|[ >*+\-.)0-9]{%d}" % DEEP_COLUMNS)
-_DEEP_LINE = re.compile(r"\n(?:[ \t>*+\-.)0-9]*\t|[ >*+\-.)0-9]{%d})" % DEEP_COLUMNS)
-_VIOLATING = {w: re.compile(r"\n(?! {%d}|[ \t]*(?:\n|\Z))" % w) for w in (1, 2, 3)}
+_DEEP = rf"[ \t>*+\-.)0-9]*\t|[ >*+\-.)0-9]{{{DEEP_COLUMNS}}}"
+_GAP_RISK = re.compile(rf"\n(?: {{0,3}}<|{_DEEP})")
+_GAP_RISK_FIRST = re.compile(rf" {{0,3}}<|{_DEEP}")
+_DEEP_LINE = re.compile(rf"\n(?:{_DEEP})")
+_VIOLATING = {w: re.compile(rf"\n(?! {{{w}}}|[ \t]*(?:\n|\Z))") for w in (1, 2, 3)}
 _BLANK_CUT = re.compile(r"\n[ \t]*\n(?=[^ \t\n])")
 
 
@@ -66,7 +81,7 @@ def may_have_candidates(text: str) -> bool:
         tails.difference_update(_ordinary_tails)
         for tail in tails:
             info = _tail_info(tail, ch)
-            if info and classify(info) != ORDINARY:
+            if info and classify(info.replace("\0", "\ufffd")) != ORDINARY:
                 return True
             if len(_ordinary_tails) >= _TAILS_LIMIT:
                 _ordinary_tails.clear()
@@ -81,26 +96,29 @@ def _collect(text: str, ch: str, out: list[FenceLine]) -> None:
     needs nothing else from them (deep prefixes are found by `gap_risk`)."""
     rfind = text.rfind
     prefix_ok = _PREFIX.fullmatch
+    strip_run = ch
+    backtick = ch == "`"
     for match in _LINE_TAIL[ch].finditer(text):
         fs, le = match.span()
-        ls = rfind("\n", 0, fs) + 1
-        width = fs - ls
-        if width == 0:
-            pkind = COL0
-        elif width <= 3 and text.startswith("   "[:width], ls):
-            pkind = IND
-        elif prefix_ok(text, ls, fs):
-            pkind = DEEP if not text[ls:fs].strip(" \t") else CONT
+        if fs == 0 or text[fs - 1] == "\n":
+            ls, width, pkind = fs, 0, COL0
         else:
-            continue
+            ls = rfind("\n", 0, fs) + 1
+            width = fs - ls
+            if width <= 3 and text.startswith("   "[:width], ls):
+                pkind = IND
+            elif prefix_ok(text, ls, fs):
+                pkind = DEEP if not text[ls:fs].strip(" \t") else CONT
+            else:
+                continue
         tail = match.group()
-        rest = tail.lstrip(ch)
-        run = len(tail) - len(rest)
-        valid = ch == "~" or "`" not in rest
+        rest = tail.lstrip(strip_run)
+        valid = not backtick or "`" not in rest
         info = rest.strip(" \t")
-        cand = bool(valid and len(info) > 6 and classify(info) != ORDINARY)
+        cand = valid and len(info) > 6 and classify(info.replace("\0", "\ufffd")) != ORDINARY
         if pkind >= DEEP and not cand:
             continue
+        run = len(tail) - len(rest)
         out.append((ls, fs, fs + run, le, ch, run, pkind, width, valid, not info, cand))
 
 
@@ -132,7 +150,9 @@ def gap_risk(text: str, start: int, end: int) -> int:
     pos = start
     if pos == 0:
         first = _GAP_RISK_FIRST.match(text, 0, end)
-        if first is not None and (first.group().lstrip(" ").startswith("<") or is_deep_prefix(text, 0)):
+        if first is not None and (
+            first.group().lstrip(" ").startswith("<") or is_deep_prefix(text, 0)
+        ):
             return 0
         pos = 1
     while pos < end:

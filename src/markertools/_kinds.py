@@ -20,6 +20,8 @@ from typing import Final
 import attrs
 
 from markertools._kindspec import INT64, FieldSpec, KindSpec
+
+__all__ = ["ALL_NAMES", "EXEC_ORDER", "KINDS", "KIND_BY_NAME", "FieldSpec", "KindSpec", "kind_of"]
 from markertools._model import EFFORTS, EXECUTORS, TASK_STATUSES, TODO_PRIORITIES, TODO_STATUSES
 from markertools._params import (
     AutomationCreateParams,
@@ -52,7 +54,9 @@ def _task_id(doc: str = "parse.doc.task_id") -> FieldSpec:
 def _todo_fields(*, update: bool) -> tuple[FieldSpec, ...]:
     """TDC-1 fields; todo-update takes the same ones, all optional (TDU-1)."""
     return (
-        FieldSpec("title", "text", "parse.doc.todo_title", required=not update, min_len=1, max_len=500),
+        FieldSpec(
+            "title", "text", "parse.doc.todo_title", required=not update, min_len=1, max_len=500
+        ),
         FieldSpec("description", "text", "parse.doc.todo_description", max_len=TEXT_MAX),
         FieldSpec("status", "enum", "parse.doc.todo_status", choices=TODO_STATUSES),
         FieldSpec("priority", "enum", "parse.doc.todo_priority", choices=TODO_PRIORITIES),

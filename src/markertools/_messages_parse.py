@@ -85,7 +85,7 @@ _TYPES: Final[dict[str, dict[str, str]]] = {
     "parse.type.bool": {"en": "true/false", "zh": "布尔值 true/false"},
     "parse.type.null": {"en": "null", "zh": "null"},
     "parse.got.value": {"en": "{value}", "zh": "{value}"},
-    "parse.got.string": {"en": "the string \"{value}\"", "zh": "字符串 \"{value}\""},
+    "parse.got.string": {"en": 'the string "{value}"', "zh": '字符串 "{value}"'},
 }
 
 _FIELDS: Final[dict[str, dict[str, str]]] = {
@@ -156,31 +156,37 @@ _EXPECTED: Final[dict[str, dict[str, str]]] = {
         "en": "a string of {min}–{max} characters with a non-whitespace character",
         "zh": "{min}–{max} 个字符且含非空白字符的字符串",
     },
-    "parse.exp.text_max": {"en": "a string of at most {max} characters", "zh": "最多 {max} 个字符的字符串"},
+    "parse.exp.text_max": {
+        "en": "a string of at most {max} characters",
+        "zh": "最多 {max} 个字符的字符串",
+    },
     "parse.exp.text_nonblank": {"en": "a non-empty string", "zh": "非空字符串"},
     "parse.exp.text": {"en": "a string", "zh": "字符串"},
     "parse.exp.ref": {
-        "en": "a task id string (or \"@NAME\" of a task created by this turn's task-create with that name)",
-        "zh": "任务 id 字符串（或 \"@NAME\"，指本轮同名 task-create 创建的任务）",
+        "en": 'a task id string (or "@NAME" of a task created by this turn\'s task-create with that name)',
+        "zh": '任务 id 字符串（或 "@NAME"，指本轮同名 task-create 创建的任务）',
     },
     "parse.exp.ref_list": {
-        "en": "a non-empty list of task id strings (\"@NAME\" allowed)",
-        "zh": "非空的任务 id 字符串列表（可用 \"@NAME\"）",
+        "en": 'a non-empty list of task id strings ("@NAME" allowed)',
+        "zh": '非空的任务 id 字符串列表（可用 "@NAME"）',
     },
     "parse.exp.enum": {"en": "one of: {choices}", "zh": "以下之一：{choices}"},
     "parse.exp.int_clamp": {
         "en": "an integer (values outside {min}–{max} are clamped into it)",
         "zh": "整数（超出 {min}–{max} 的值会被钳制到该范围）",
     },
-    "parse.exp.int_bounds": {"en": "an integer from {min} to {max}", "zh": "{min} 到 {max} 之间的整数"},
+    "parse.exp.int_bounds": {
+        "en": "an integer from {min} to {max}",
+        "zh": "{min} 到 {max} 之间的整数",
+    },
     "parse.exp.int": {"en": "an integer", "zh": "整数"},
     "parse.exp.epoch": {
         "en": "epoch seconds, a number of 0 or more (1e11 or more is read as milliseconds)",
         "zh": "epoch 秒，不小于 0 的数字（不小于 1e11 按毫秒计）",
     },
     "parse.exp.time": {
-        "en": "epoch seconds (1e11 or more = milliseconds) or an ISO 8601 string such as \"2026-10-30T09:00:00+08:00\" (no offset = Asia/Shanghai)",
-        "zh": "epoch 秒（不小于 1e11 按毫秒计）或 ISO 8601 字符串，如 \"2026-10-30T09:00:00+08:00\"（无偏移按 Asia/Shanghai）",
+        "en": 'epoch seconds (1e11 or more = milliseconds) or an ISO 8601 string such as "2026-10-30T09:00:00+08:00" (no offset = Asia/Shanghai)',
+        "zh": 'epoch 秒（不小于 1e11 按毫秒计）或 ISO 8601 字符串，如 "2026-10-30T09:00:00+08:00"（无偏移按 Asia/Shanghai）',
     },
     "parse.exp.bool": {"en": "true or false", "zh": "true 或 false"},
     "parse.exp.forbidden": {"en": "nothing (leave it out)", "zh": "不填（去掉该字段）"},

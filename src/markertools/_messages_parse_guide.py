@@ -68,11 +68,17 @@ _DOCS: Final[dict[str, dict[str, str]]] = {
         "zh": "新任务需要知道的全部内容；它不会带上本会话的历史",
     },
     "parse.doc.create_name": {
-        "en": "a short label for the report and for \"@NAME\" references in this turn; not stored",
-        "zh": "简短标签，用于报告和本轮的 \"@NAME\" 引用；不落库",
+        "en": 'a short label for the report and for "@NAME" references in this turn; not stored',
+        "zh": '简短标签，用于报告和本轮的 "@NAME" 引用；不落库',
     },
-    "parse.doc.model": {"en": "the model to run it with; default: the usual model", "zh": "运行所用模型；缺省为常规模型"},
-    "parse.doc.effort": {"en": "reasoning effort; default: the usual effort", "zh": "推理强度；缺省为常规强度"},
+    "parse.doc.model": {
+        "en": "the model to run it with; default: the usual model",
+        "zh": "运行所用模型；缺省为常规模型",
+    },
+    "parse.doc.effort": {
+        "en": "reasoning effort; default: the usual effort",
+        "zh": "推理强度；缺省为常规强度",
+    },
     "parse.doc.executor": {
         "en": "where it runs; default: the same executor as you",
         "zh": "在哪里运行；缺省与你相同的执行器",
@@ -87,7 +93,10 @@ _DOCS: Final[dict[str, dict[str, str]]] = {
         "en": "a task of this project the todo is about",
         "zh": "该待办关联的本项目任务",
     },
-    "parse.doc.sort_order": {"en": "position in lists (smaller first)", "zh": "列表中的位置（小的在前）"},
+    "parse.doc.sort_order": {
+        "en": "position in lists (smaller first)",
+        "zh": "列表中的位置（小的在前）",
+    },
     "parse.doc.auto_prompt": {"en": "what each run should do", "zh": "每次运行要做的事"},
     "parse.doc.auto_name": {
         "en": "the automation's name, unique among the project's active automations; default: generated",
@@ -98,16 +107,19 @@ _DOCS: Final[dict[str, dict[str, str]]] = {
         "zh": "两次运行的间隔秒数（60 秒到 30 天；超出则整块跳过，不钳制）",
     },
     "parse.doc.first_run_at": {
-        "en": "when the first run is due; default: at once. For \"every day at 9\" give the next 9:00 and interval_seconds 86400. A time in the past is rejected",
+        "en": 'when the first run is due; default: at once. For "every day at 9" give the next 9:00 and interval_seconds 86400. A time in the past is rejected',
         "zh": "首次运行时间；缺省为立即到期。“每天 9 点”要写下一个 9 点并配 interval_seconds 86400。已过去的时间会被拒绝",
     },
     "parse.doc.once": {"en": "run only once", "zh": "只运行一次"},
     "parse.doc.bind": {
-        "en": "null or \"cron\": each run is a new task; \"heartbeat\": each run wakes this conversation",
-        "zh": "null 或 \"cron\"：每次运行是一个新任务；\"heartbeat\"：每次运行唤醒本会话",
+        "en": 'null or "cron": each run is a new task; "heartbeat": each run wakes this conversation',
+        "zh": 'null 或 "cron"：每次运行是一个新任务；"heartbeat"：每次运行唤醒本会话',
     },
     "parse.doc.repo_url": {"en": "the repository the runs work on", "zh": "运行所针对的仓库"},
-    "parse.doc.task_status": {"en": "only tasks with this status; default: all", "zh": "只列此状态的任务；缺省为全部"},
+    "parse.doc.task_status": {
+        "en": "only tasks with this status; default: all",
+        "zh": "只列此状态的任务；缺省为全部",
+    },
     "parse.doc.task_q": {
         "en": "text the prompt must contain (case-insensitive)",
         "zh": "提示词须包含的文本（不区分大小写）",
@@ -166,14 +178,14 @@ _GUIDE: Final[dict[str, dict[str, str]]] = {
             "- Within a turn, blocks run in this order: {order}; blocks of one kind in the order "
             "you wrote them.\n"
             "- The body must be one strict JSON object: no comments, no trailing commas, no "
-            "NaN/Infinity, no duplicate keys, at most 32 levels deep. null means \"not given\" (the "
+            'NaN/Infinity, no duplicate keys, at most 32 levels deep. null means "not given" (the '
             "default applies). Unknown fields are ignored. Invalid blocks are skipped, with the "
             "reason in the report.\n"
             "- A block inside a block quote, another code block or an HTML comment never runs, so "
             "quote an example to show it without running it. A block must be closed by its own "
             "fence.\n"
-            "- A task id may be written \"@NAME\": the task created in this same turn by the "
-            "task-create block with that \"name\".\n"
+            '- A task id may be written "@NAME": the task created in this same turn by the '
+            'task-create block with that "name".\n'
             "- Each kind runs at most the number of blocks per turn given below; extra blocks are "
             "ignored."
         ),
@@ -189,7 +201,7 @@ _GUIDE: Final[dict[str, dict[str, str]]] = {
             "原因写在报告里。\n"
             "- 位于引用块、其他代码块或 HTML 注释中的块永远不会执行，所以想展示示例而不执行时，请用"
             "引用。块必须由自己的围栏闭合。\n"
-            "- 任务 id 可以写成 \"@NAME\"：指本轮中 name 为该值的 task-create 块所创建的任务。\n"
+            '- 任务 id 可以写成 "@NAME"：指本轮中 name 为该值的 task-create 块所创建的任务。\n'
             "- 每种类型每轮最多执行下文给出的块数；多出的块会被忽略。"
         ),
     },
@@ -214,8 +226,8 @@ _GUIDE: Final[dict[str, dict[str, str]]] = {
     "parse.guide.optional": {"en": "optional", "zh": "可选"},
     "parse.guide.default": {"en": "optional, default {default}", "zh": "可选，缺省 {default}"},
     "parse.guide.field_line": {
-        "en": "- `{name}` ({status}): {exp}. {doc}.",
-        "zh": "- `{name}`（{status}）：{exp}。{doc}。",
+        "en": "- `{name}` ({status}): {doc}. Value: {exp}.",
+        "zh": "- `{name}`（{status}）：{doc}。取值：{exp}。",
     },
     "parse.guide.field_aliases": {
         "en": "  Also spelled: {names} (give only one).",

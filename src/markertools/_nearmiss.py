@@ -8,8 +8,8 @@
 #
 # Invariants:
 #   Rule 1: `classify(info)` depends only on `info` (pure, memoised).
-#   Rule 2: the suggestion is the closest name; ties prefer the canonical kind name,
-#           then table order.
+#   Rule 2: the suggestion is the closest name (after folding); ties prefer the name
+#           closest to the spelling as written, then the canonical kind, then table order.
 from __future__ import annotations
 
 import re
@@ -75,7 +75,7 @@ def _near(info: str) -> str | None:
     folded = normalize(info)
     if not folded:
         return None
-    best: tuple[int, int, str] | None = None
+    best: tuple[int, int, int, str] | None = None
     far = len(info) < NEAR_MIN_LEN or all(
         abs(len(folded) - length) > MAX_DISTANCE for length in _LENGTHS
     )
@@ -83,13 +83,19 @@ def _near(info: str) -> str | None:
     for (name_norm, name, rank), name_set in zip(_NAMES, _NAME_SETS, strict=True):
         if folded == name_norm:
             distance: int | None = 0
-        elif far or len(name_set - letters) > MAX_DISTANCE or len(letters - name_set) > MAX_DISTANCE:
+        elif (
+            far or len(name_set - letters) > MAX_DISTANCE or len(letters - name_set) > MAX_DISTANCE
+        ):
             continue
         else:
             distance = _distance_at_most(folded, name_norm, MAX_DISTANCE)
-        if distance is not None and (best is None or (distance, rank) < best[:2]):
-            best = (distance, rank, name)
-    return best[2] if best else None
+        if distance is None:
+            continue
+        raw = _distance_at_most(_EDGE_PUNCT.sub("", info).lower(), name, MAX_DISTANCE + 2)
+        key = (distance, MAX_DISTANCE + 3 if raw is None else raw, rank, name)
+        if best is None or key < best:
+            best = key
+    return best[3] if best else None
 
 
 def classify(info: str) -> Classified:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Final
 from zoneinfo import ZoneInfo
@@ -65,7 +65,7 @@ def parse_iso(text: str) -> float | None:
         if g["tz"] is None:
             zone: timezone | ZoneInfo = naive_zone()
         elif g["tz"] == "Z":
-            zone = timezone.utc
+            zone = UTC
         else:
             sign = -1 if g["tz"][0] == "-" else 1
             hours, minutes = int(g["tz"][1:3]), int(g["tz"][4:6])

@@ -79,7 +79,7 @@ def _pick(body: dict[str, Any], field: FieldSpec) -> tuple[str, object]:
     if not present:
         return field.name, _ABSENT
     first_spelling, first = present[0]
-    for spelling, value in present[1:]:
+    for _, value in present[1:]:
         if not _same_json(first, value):
             names = tuple(s for s, _ in present)
             raise _Skip(msg("parse.field.ambiguous", fields=names, field=field.name))
@@ -130,9 +130,7 @@ def _clamped(field: FieldSpec, spelling: str, number: int, work: _Work) -> int:
             )
         return used
     if field.bounds is not None and not field.bounds[0] <= number <= field.bounds[1]:
-        raise _Skip(
-            msg("parse.field.range", field=spelling, got=_got(number), exp=expected(field))
-        )
+        raise _Skip(msg("parse.field.range", field=spelling, got=_got(number), exp=expected(field)))
     return number
 
 
@@ -175,7 +173,9 @@ def _ref_list(spelling: str, field: FieldSpec, value: object, work: _Work) -> tu
     for index, item in enumerate(value):
         where = f"{spelling}[{index}]"
         if not isinstance(item, str):
-            raise _Skip(msg("parse.field.type", field=where, got=_got(item), exp=msg("parse.exp.ref")))
+            raise _Skip(
+                msg("parse.field.type", field=where, got=_got(item), exp=msg("parse.exp.ref"))
+            )
         if not item.strip():
             raise _Skip(msg("parse.field.blank", field=where, exp=msg("parse.exp.ref")))
         (duplicates if item in unique else unique).append(item)
@@ -206,7 +206,9 @@ def _convert(field: FieldSpec, spelling: str, value: object, work: _Work) -> obj
         if not isinstance(value, str):
             raise _type_error(spelling, field, value)
         if value not in field.choices:
-            raise _Skip(msg("parse.field.choice", field=spelling, got=_got(value), exp=expected(field)))
+            raise _Skip(
+                msg("parse.field.choice", field=spelling, got=_got(value), exp=expected(field))
+            )
         return dict(field.folds).get(value, value)
     if kind == "int":
         return _clamped(field, spelling, _int(spelling, field, value), work)
@@ -267,8 +269,8 @@ def validate_body(kind: KindSpec, body: str) -> Validated | Msg:
 def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
     if kind.ignore_all_fields:  # QUO-1
         ignored = tuple(body)
-        notes = (msg("parse.note.ignored_fields", kind=kind.name, fields=ignored),) if ignored else ()
-        return Validated(kind.params(ignored_fields=ignored), notes)
+        note = msg("parse.note.ignored_fields", kind=kind.name, fields=ignored)
+        return Validated(kind.params(ignored_fields=ignored), (note,) if ignored else ())
     work = _Work()
     written: dict[str, str] = {}
     for field in kind.fields:

@@ -105,23 +105,33 @@ def run_codex_parse(
 
 
 def _listing_text(listing: dict[str, Any], transcript: CodexTranscript) -> str:
-    rows = listing["turns"]
-    if not rows:
-        lines = ["no turns"]
+    header = ("THREAD", "TURN", "STATUS", "BLOCKS", "NOTE")
+    rows: list[tuple[str, ...]] = []
+    for row, turn in zip(listing["turns"], transcript.turns, strict=True):
+        notes = []
+        if row["error"]:
+            notes.append("error: " + " ".join(row["error"].split()))
+        if turn.problem_lines and turn.finished:
+            where = ", ".join(str(n) for n in turn.problem_lines)
+            notes.append(f"not deliverable: overlaps malformed line(s) {where}")
+        rows.append(
+            (row["thread_id"], row["turn_id"], row["status"], str(row["blocks"]), "; ".join(notes))
+        )
+    if rows:
+        widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header) - 1)]
+        lines = [
+            "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=False)) + "  " + r[-1]
+            for r in (header, *rows)
+        ]
+        lines = [x.rstrip() for x in lines]
     else:
-        lines = []
-        for row, turn in zip(rows, transcript.turns, strict=True):
-            line = (
-                f"{row['thread_id']}  {row['turn_id']}  {row['status']}  {row['blocks']} block(s)"
-            )
-            if row["error"]:
-                line += f"  error: {' '.join(row['error'].split())}"
-            if turn.problem_lines and turn.finished:
-                where = ", ".join(str(n) for n in turn.problem_lines)
-                line += f"  (not deliverable: overlaps malformed line(s) {where})"
-            lines.append(line)
+        lines = ["no turns"]
+    finished = sum(t.finished for t in transcript.turns)
+    lines.append(
+        f"\n{len(rows)} turn(s): {finished} ended, {len(rows) - finished} still open; "
+        f"{len(listing['problems'])} problem line(s)"
+    )
     if listing["problems"]:
-        lines.append("problems:")
         lines.extend(f"  line {p['line']}: {p['reason']}" for p in listing["problems"])
     return "\n".join(lines)
 
