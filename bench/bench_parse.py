@@ -59,7 +59,9 @@ MARKERS = [
 
 
 def transcript(size: int, markers: int, seed: int = 0) -> str:
-    """A synthetic agent transcript of about `size` characters with `markers` blocks."""
+    """A synthetic agent transcript of about `size` characters with `markers` blocks.
+    With `markers == 0` it has no marker-like fence at all (not even quoted examples):
+    the "text without markers" case."""
     rnd = random.Random(seed)
     parts: list[str] = []
     total = 0
@@ -79,7 +81,8 @@ def transcript(size: int, markers: int, seed: int = 0) -> str:
         elif c < 0.78:
             chunk = "> " + rnd.choice(PROSE_EN) + "\n> " + rnd.choice(PROSE_EN) + "\n\n"
         elif c < 0.80:
-            chunk = "````markdown\nAn example block (quoted, never runs):\n```task-create\n{}\n```\n````\n\n"
+            example = "```task-create\n{}\n```" if markers else "```python\nx = 1\n```"
+            chunk = f"````markdown\nAn example block (it never runs):\n{example}\n````\n\n"
         elif c < 0.88:
             chunk = f"## {rnd.choice(['Summary', 'Next steps', 'Findings', '结果'])}\n\n"
         else:

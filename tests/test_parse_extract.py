@@ -211,6 +211,35 @@ def test_extraction_never_raises_on_any_text(text: str) -> None:
 
 
 @pytest.mark.rule("EXT-6")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "> " * 5000 + "```task-create\n{}\n```\n",
+        "- " * 3000 + "```task-create\n{}\n```\n",
+        "  " * 4000 + "- ```task-create\n",
+        "<div>\n" * 2000 + "\n```task-list\n{}\n```\n",
+        "```task-create\n" * 20000,
+        "   ```task-create\n" * 20000,
+        "x" * 300_000 + "```task-create\n{}\n```\n" + "`" * 300_000,
+        "- a\n" + "  ```python\n  x\n  ```\n" * 3000 + "```task-list\n{}\n```\n",
+    ],
+    ids=[
+        "deep quotes",
+        "deep lists",
+        "deep indent",
+        "html",
+        "unclosed",
+        "indented",
+        "long",
+        "list fences",
+    ],
+)
+def test_adversarial_text_is_parsed(text: str) -> None:
+    assert extract_fast(normalize_text(text)) == extract_blocks(text, full=True)
+    parse_turn(text)
+
+
+@pytest.mark.rule("EXT-6")
 def test_import_does_not_load_markdown_it_and_plain_text_never_parses_markdown() -> None:
     code = (
         "import sys, markertools\n"

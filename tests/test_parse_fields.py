@@ -128,7 +128,7 @@ def test_required_strings_need_a_non_whitespace_character(value: str) -> None:
     assert reason.key == "parse.field.blank" and reason.arg("field") == "prompt"
 
 
-@pytest.mark.rule("VAL-5")
+@pytest.mark.rule("VAL-5", "DOM-4")
 def test_length_limits_are_inclusive_code_points() -> None:
     assert run("task-create", {"prompt": "字" * 20000}).params.prompt == "字" * 20000
     reason = skip("task-create", {"prompt": "x" * 20001})

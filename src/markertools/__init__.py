@@ -9,6 +9,7 @@ from __future__ import annotations
 from markertools._decision import Allowed, Decision, Denied, PermissionAnswer
 from markertools._deliver import deliver_turn
 from markertools._framing import frame_data
+from markertools._guide import render_guide
 from markertools._model import (
     Attempt,
     AuditRecord,
@@ -28,6 +29,7 @@ from markertools._parse import parse_turn
 from markertools._plan import BlockIssue, Command, TurnPlan
 from markertools._ports import Ports
 from markertools._report import DeliveryReport, ReportEntry
+from markertools._schema import body_schema, body_schemas
 
 __all__ = [
     "Allowed",
@@ -53,8 +55,11 @@ __all__ = [
     "Task",
     "Todo",
     "TurnPlan",
+    "body_schema",
+    "body_schemas",
     "deliver_turn",
     "frame_data",
     "msg",
     "parse_turn",
+    "render_guide",
 ]

@@ -4,15 +4,18 @@
 # does, but touches it only for the parts of the text it cannot prove simple.
 #
 # How (the argument the agreement tests check):
-#   1. `fence_lines` finds every fence-like line at C speed. No line whose info string
-#      is a kind or a near miss ("candidate")  -> no blocks, no markdown parse (EXT-6).
+#   1. A C-speed prefilter (`may_have_candidates`): no fence run followed by a kind or
+#      near-miss info string ("candidate") -> no blocks, no markdown parse (EXT-6).
+#      Otherwise `fence_lines` lists the fence-like lines that matter.
 #   2. A scanner walks the fence lines in order. A valid fence at column 0 that is not
 #      inside an open top-level fence or HTML block is a top-level opener: it closes
 #      every list item and block quote (it is not a paragraph continuation) and
 #      interrupts a paragraph. Its body runs to the first closing fence indented at
 #      most 3 spaces, or is unclosed at the end of the text (EXT-3).
-#   3. Everything else that could change that picture becomes a "zone" parsed by
-#      markdown-it: a candidate not at column 0 (in a list, quoted, indented), a fence
+#   3. A candidate whose container prefix holds ">" is quoted (a ">" always opens a
+#      block quote; a fence is never a lazy line) or no fence at all: no block.
+#   4. Everything else that could change that picture becomes a "zone" parsed by
+#      markdown-it: a candidate not at column 0 (in a list, indented), a fence
 #      indented 1-3 spaces that might be a top-level opener (unless it provably closes
 #      the same way whether or not it sits in a list item), a line that may open an
 #      HTML block, a container prefix deep enough to reach markdown-it's nesting limit.
@@ -42,6 +45,8 @@ from markertools._extract_scan import (
     CAND,
     CH,
     COL0,
+    CONT,
+    FS,
     IND,
     LE,
     LS,
@@ -56,6 +61,7 @@ from markertools._extract_scan import (
     deep_line_in,
     fence_lines,
     gap_risk,
+    is_deep_prefix,
     may_have_candidates,
     next_cut,
 )
@@ -137,8 +143,8 @@ class _Scanner:
         self.text = text
         self.n = len(text)
         self.fl = lines
-        self.starts = [f[LS] for f in lines]
-        self.col0_cuts = [f[LS] for f in lines if f[PK] == COL0 and f[VALID]]
+        self._starts: list[int] | None = None  # built on the first zone
+        self._col0_cuts: list[int] | None = None
         self.lines = _Lines(text)
         self.violations = Violations(text)
         self.out: list[RawBlock] = []
@@ -151,7 +157,6 @@ class _Scanner:
         count = len(fl)
         last_cand = max(i for i, f in enumerate(fl) if f[CAND])
         # (char, run) of lines that can close a top-level fence, else None
-        closes = [(f[CH], f[RUN]) if f[PK] <= IND and f[BLANK] else None for f in fl]
         scan_from = 0
         k = 0
         while k <= last_cand:
@@ -168,8 +173,8 @@ class _Scanner:
                 ch, run = f[CH], f[RUN]
                 j = k + 1
                 while j < count:
-                    c = closes[j]
-                    if c is not None and c[0] == ch and c[1] >= run:
+                    g = fl[j]
+                    if g[BLANK] and g[PK] <= IND and g[CH] == ch and g[RUN] >= run:
                         break
                     j += 1
                 closer = fl[j] if j < count else None
@@ -180,10 +185,16 @@ class _Scanner:
                 self.last_cut = scan_from = min(closer[LE] + 1, self.n)
                 k = j + 1
             elif f[CAND]:
+                if pkind == CONT and ">" in text[ls : f[FS]] and not is_deep_prefix(text, ls):
+                    # Quoted (or not a fence at all): a ">" in a container prefix opens a
+                    # block quote, never lazily; its fence ends with the quote. No block.
+                    scan_from = min(f[LE] + 1, self.n)
+                    k += 1
+                    continue
                 k = self.zone(ls)
                 scan_from = self.last_cut
             elif pkind == IND and f[VALID]:
-                j = self._accept_indented(k, closes)
+                j = self._accept_indented(k)
                 if j < 0:
                     k = self.zone(ls)
                     scan_from = self.last_cut
@@ -204,7 +215,7 @@ class _Scanner:
         if block is not None:
             self.out.append(block)
 
-    def _accept_indented(self, k: int, closes: list[tuple[str, int] | None]) -> int:
+    def _accept_indented(self, k: int) -> int:
         """A valid fence N indented w = 1..3 spaces, not a candidate. It is a top-level
         opener, or it sits in a list item (whose content offset is <= w). Accept it
         (return its closer's index) when both readings agree: a closing fence C
@@ -218,8 +229,7 @@ class _Scanner:
             g = self.fl[j]
             if g[LS] >= limit or g[CAND]:
                 return -1
-            c = closes[j]
-            if c is not None and c[0] == ch and c[1] >= run:
+            if g[BLANK] and g[PK] <= IND and g[CH] == ch and g[RUN] >= run:
                 if deep_line_in(self.text, n_line[LE], g[LS]):
                     return -1
                 return j
@@ -236,11 +246,16 @@ class _Scanner:
         end = self._cut_after(self.n if trigger_end < 0 else trigger_end)
         self.zone_blocks(start, end)
         self.last_cut = self._zone_end
-        return bisect_left(self.starts, self._zone_end)
+        if self._starts is None:
+            self._starts = [f[LS] for f in self.fl]
+        return bisect_left(self._starts, self._zone_end)
 
     def _cut_after(self, pos: int) -> int:
-        i = bisect_left(self.col0_cuts, pos + 1)
-        col0 = self.col0_cuts[i] if i < len(self.col0_cuts) else self.n
+        if self._col0_cuts is None:
+            self._col0_cuts = [f[LS] for f in self.fl if f[PK] == COL0 and f[VALID]]
+        cuts = self._col0_cuts
+        i = bisect_left(cuts, pos + 1)
+        col0 = cuts[i] if i < len(cuts) else self.n
         return next_cut(self.text, pos, col0)
 
     def zone_blocks(self, start: int, end: int) -> list[RawBlock]:

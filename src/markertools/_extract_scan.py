@@ -1,15 +1,18 @@
-# Owns: the fast half of extraction: finding every fence-like line with C-speed
-# `str.find` (a possible fence run of 3+ backticks or tildes after at most a
-# container-like prefix), and the line scanner that proves the simple cases: fences
-# opened at column 0 outside any container. Whatever it cannot prove is handed to
-# markdown-it as a "zone" (see `_extract.py` for the argument why zones are exact).
+# Owns: the C-speed parts of extraction used by `_extract._Scanner`: the prefilter
+# (could any fence in the text carry a kind or near-miss info string?), finding the
+# fence-like lines (a run of 3+ backticks or tildes after at most a container-like
+# prefix) with regular expressions that have literal prefixes, and the searches the
+# scanner needs between them (lines that may open an HTML block or nest containers
+# deeply, the first line indented less than w, the cuts that bound a zone).
 #
-# Must never: decide a fence that is not at column 0 (those go to a zone), look at a
-# line twice in a way that makes the cost superlinear, or raise.
+# Must never: classify a fence as a block (that is `_extract`'s job), miss a candidate
+# in the prefilter, backtrack quadratically on any input, or raise.
 #
 # Invariants:
-#   Rule 1: `fence_lines` lists every line whose first non-container characters are a
-#           run of 3+ "`" or "~", in order, one entry per line.
+#   Rule 1: `fence_lines` lists, in order and once per line, every line whose first
+#           non-container characters are a run of 3+ "`" or "~", except lines with a
+#           container or 4+ column prefix that are not candidates (those can never
+#           open a top-level fence; deep ones are found by `gap_risk`).
 #   Rule 2: a column-0 fence line outside an open top-level fence or HTML block is a
 #           top-level opener (it closes every container and interrupts paragraphs).
 #   Rule 3: every text position is examined by each regex at most a constant number
@@ -17,7 +20,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Final
 
 from markertools._nearmiss import ORDINARY, classify
@@ -42,13 +44,13 @@ CONT: Final = 3
 FenceLine = tuple[int, int, int, int, str, int, int, int, bool, bool, bool]
 
 _PREFIX = re.compile(r"[ \t>*+\-.)0-9]*")
-_RUNS: Final[dict[str, re.Pattern[str]]] = {"`": re.compile("`+"), "~": re.compile("~+")}
 _MARKER = re.compile(r"[>*+\-0-9]")
 DEEP_COLUMNS: Final[int] = 16  # container prefixes this wide may reach markdown-it's nesting limit
 _DEEP = rf"[ \t>*+\-.)0-9]*\t|[ >*+\-.)0-9]{{{DEEP_COLUMNS}}}"
-_GAP_RISK = re.compile(rf"\n(?: {{0,3}}<|{_DEEP})")
+# the lookahead is a cheap guard: most lines start with a character none of these can
+_GAP_RISK = re.compile(rf"\n(?=[ \t<>*+\-.)0-9])(?: {{0,3}}<|{_DEEP})")
 _GAP_RISK_FIRST = re.compile(rf" {{0,3}}<|{_DEEP}")
-_DEEP_LINE = re.compile(rf"\n(?:{_DEEP})")
+_DEEP_LINE = re.compile(rf"\n(?=[ \t>*+\-.)0-9])(?:{_DEEP})")
 _VIOLATING = {w: re.compile(rf"\n(?! {{{w}}}|[ \t]*(?:\n|\Z))") for w in (1, 2, 3)}
 _BLANK_CUT = re.compile(r"\n[ \t]*\n(?=[^ \t\n])")
 
@@ -57,9 +59,12 @@ _BLANK_CUT = re.compile(r"\n[ \t]*\n(?=[^ \t\n])")
 # are 9-17 ASCII characters, near misses are within distance 2 after removing edge
 # punctuation, folding ASCII case and `_`), so only fence runs followed by 7+
 # characters can start a candidate. Over-matching is fine; missing one is not.
+# Both patterns fail or match in O(1) at each position inside a long run (no quadratic
+# backtracking): the backtick one may start on the run's last three backticks; tilde
+# lines (rare) are all taken whole, since a tilde fence's info may start with "~".
 _MAYBE_CAND = {
-    "`": re.compile(r"```[ \t`]*[^\n \t`][^\n]{6,}"),
-    "~": re.compile(r"~~~[ \t~]*[^\n \t~][^\n]{6,}"),
+    "`": re.compile(r"```[ \t]*+[^\n \t`][^\n]{6,}"),
+    "~": re.compile(r"~~~[^\n]{7,}"),
 }
 _LINE_TAIL = {"`": re.compile(r"```[^\n]*"), "~": re.compile(r"~~~[^\n]*")}
 _ordinary_tails: set[str] = set()
@@ -90,36 +95,52 @@ def may_have_candidates(text: str) -> bool:
     return False
 
 
+TailFacts = tuple[int, bool, bool, bool]  # (run length, valid, blank, candidate)
+_tail_facts: dict[str, TailFacts] = {}
+
+
+def _facts(tail: str, ch: str) -> TailFacts:
+    """What the scanner needs from a fence run and the rest of its line (memoised)."""
+    known = _tail_facts.get(tail)
+    if known is not None:
+        return known
+    rest = tail.lstrip(ch)
+    valid = ch == "~" or "`" not in rest
+    info = rest.strip(" \t")
+    cand = valid and len(info) > 6 and classify(info.replace("\0", "\ufffd")) != ORDINARY
+    facts = (len(tail) - len(rest), valid, not info, cand)
+    if len(tail) <= 64:
+        if len(_tail_facts) >= _TAILS_LIMIT:
+            _tail_facts.clear()
+        _tail_facts[tail] = facts
+    return facts
+
+
 def _collect(text: str, ch: str, out: list[FenceLine]) -> None:
     """Rule 1 for one fence character. Lines whose prefix holds container markers or
     4+ columns of indentation are kept only when they are candidates: the scanner
     needs nothing else from them (deep prefixes are found by `gap_risk`)."""
     rfind = text.rfind
     prefix_ok = _PREFIX.fullmatch
-    strip_run = ch
-    backtick = ch == "`"
+    append = out.append
     for match in _LINE_TAIL[ch].finditer(text):
         fs, le = match.span()
         if fs == 0 or text[fs - 1] == "\n":
-            ls, width, pkind = fs, 0, COL0
+            run, valid, blank, cand = _facts(match.group(), ch)
+            append((fs, fs, fs + run, le, ch, run, COL0, 0, valid, blank, cand))
+            continue
+        ls = rfind("\n", 0, fs) + 1
+        width = fs - ls
+        if width <= 3 and text.startswith("   "[:width], ls):
+            pkind = IND
+        elif prefix_ok(text, ls, fs):
+            pkind = DEEP if not text[ls:fs].strip(" \t") else CONT
         else:
-            ls = rfind("\n", 0, fs) + 1
-            width = fs - ls
-            if width <= 3 and text.startswith("   "[:width], ls):
-                pkind = IND
-            elif prefix_ok(text, ls, fs):
-                pkind = DEEP if not text[ls:fs].strip(" \t") else CONT
-            else:
-                continue
-        tail = match.group()
-        rest = tail.lstrip(strip_run)
-        valid = not backtick or "`" not in rest
-        info = rest.strip(" \t")
-        cand = valid and len(info) > 6 and classify(info.replace("\0", "\ufffd")) != ORDINARY
+            continue
+        run, valid, blank, cand = _facts(match.group(), ch)
         if pkind >= DEEP and not cand:
             continue
-        run = len(tail) - len(rest)
-        out.append((ls, fs, fs + run, le, ch, run, pkind, width, valid, not info, cand))
+        append((ls, fs, fs + run, le, ch, run, pkind, width, valid, blank, cand))
 
 
 def fence_lines(text: str) -> list[FenceLine]:
@@ -219,6 +240,3 @@ def next_cut(text: str, pos: int, col0_cut: int) -> int:
     if found is not None and found.end() < col0_cut:
         return found.end()
     return col0_cut
-
-
-Classifier = Callable[[str], tuple[str | None, str | None]]

@@ -90,6 +90,8 @@ def kind_section(kind: KindSpec, locale: str = DEFAULT_LOCALE) -> str:
         out.append(_render(msg("parse.guide.fields"), locale))
         for field in shown:
             out.extend(_field_lines(kind, field, locale))
+    if kind.guide_note:
+        out += ["", _render(msg(kind.guide_note), locale)]
     out += ["", _render(msg("parse.guide.example"), locale), "", example_block(kind)]
     return "\n".join(out)
 

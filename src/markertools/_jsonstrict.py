@@ -147,7 +147,7 @@ def loads_object(body: str) -> dict[str, Any] | JsonRefusal:
         return JsonRefusal(msg("parse.json.syntax", detail=type(exc).__name__, line=1, column=1))
     if not isinstance(value, dict):
         return JsonRefusal(msg("parse.json.not_object", got=_type_name(value)))
-    bad = _first_surrogate(value)
+    bad = _first_surrogate(value) if "\\u" in body or _SURROGATE.search(body) else None
     if bad is not None:
         return JsonRefusal(msg("parse.json.surrogate", code=f"{ord(bad):04X}"))
     return value

@@ -87,10 +87,14 @@ KINDS: Final[tuple[KindSpec, ...]] = (
     ),
     KindSpec(
         "todo-update", (), 5, TodoUpdateParams,
-        (FieldSpec("id", "ref", "parse.doc.todo_id", required=True), *_todo_fields(update=True)),
+        (
+            FieldSpec("id", "text", "parse.doc.todo_id", required=True, min_len=1),
+            *_todo_fields(update=True),
+        ),
         "parse.sum.todo-update",
         '{"id": "d-17", "status": "completed"}',
         post_rules=("needs_update",),
+        guide_note="parse.guide.note.todo-update",
     ),
     KindSpec(
         "automation-create", (), 5, AutomationCreateParams,
@@ -106,6 +110,7 @@ KINDS: Final[tuple[KindSpec, ...]] = (
         "parse.sum.automation-create",
         '{"name": "nightly-deps", "prompt": "List outdated dependencies and summarise the risk.", '
         '"interval_seconds": 86400, "first_run_at": "2026-10-30T09:00:00+08:00"}',
+        guide_note="parse.guide.note.automation-create",
     ),
     KindSpec(
         "task-cancel", ("task_cancel",), 5, TaskCancelParams,
@@ -191,6 +196,7 @@ KINDS: Final[tuple[KindSpec, ...]] = (
         ),
         "parse.sum.goal-convert",
         '{"goal": "Keep fixing the failing tests until the whole suite passes."}',
+        guide_note="parse.guide.note.goal-convert",
     ),
 )  # fmt: skip
 

@@ -76,6 +76,7 @@ class KindSpec:
     example: str  # a JSON body; the guide shows it and a test parses it
     post_rules: tuple[str, ...] = ()  # named kind-level rules applied in `_validate`
     ignore_all_fields: bool = False  # QUO-1: every field is ignored (and reported)
+    guide_note: str = ""  # catalogue key: a kind-level rule the guide spells out
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -91,8 +92,18 @@ class KindSpec:
 _NO_DEFAULT: Final = attrs.NOTHING
 
 
+_defaults: dict[tuple[str, str], object] = {}
+
+
 def default_of(kind: KindSpec, field: FieldSpec) -> object:
     """Rule 1: the params class's default for `field` (None when it has none)."""
+    key = (kind.name, field.name)
+    if key not in _defaults:
+        _defaults[key] = _default(kind, field)
+    return _defaults[key]
+
+
+def _default(kind: KindSpec, field: FieldSpec) -> object:
     if not field.param:
         return None
     attribute = attrs.fields_dict(kind.params).get(field.name)
@@ -124,6 +135,8 @@ def expected(field: FieldSpec) -> Msg:
     if k == "int":
         if field.clamp is not None:
             return msg("parse.exp.int_clamp", min=field.clamp[0], max=field.clamp[1])
+        if field.bounds == INT64:
+            return msg("parse.exp.int64")
         if field.bounds is not None:
             return msg("parse.exp.int_bounds", min=field.bounds[0], max=field.bounds[1])
         return msg("parse.exp.int")

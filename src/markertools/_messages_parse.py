@@ -180,6 +180,7 @@ _EXPECTED: Final[dict[str, dict[str, str]]] = {
         "zh": "{min} 到 {max} 之间的整数",
     },
     "parse.exp.int": {"en": "an integer", "zh": "整数"},
+    "parse.exp.int64": {"en": "a 64-bit integer", "zh": "64 位整数"},
     "parse.exp.epoch": {
         "en": "epoch seconds, a number of 0 or more (1e11 or more is read as milliseconds)",
         "zh": "epoch 秒，不小于 0 的数字（不小于 1e11 按毫秒计）",

@@ -234,6 +234,18 @@ _GUIDE: Final[dict[str, dict[str, str]]] = {
         "zh": "  也可写作：{names}（只写一个）。",
     },
     "parse.guide.example": {"en": "Example:", "zh": "示例："},
+    "parse.guide.note.todo-update": {
+        "en": "Give `id` and at least one field to change; fields left out (or null) stay as they are. Todos cannot be deleted with a marker.",
+        "zh": "写上 `id` 并至少给出一个要改的字段；未写（或为 null）的字段保持不变。不能用标记删除待办。",
+    },
+    "parse.guide.note.goal-convert": {
+        "en": "`verify_command` and `goal_max_rounds` are not accepted: a block carrying either is skipped.",
+        "zh": "不接受 `verify_command` 与 `goal_max_rounds`：带有其中任一字段的块会被跳过。",
+    },
+    "parse.guide.note.automation-create": {
+        "en": "Creating only registers the automation; its runs start when they are due.",
+        "zh": "创建只是登记自动化定义；到期后才会运行。",
+    },
 }
 
 MESSAGES: Final[dict[str, dict[str, str]]] = {**_SUMMARIES, **_DOCS, **_GUIDE}

@@ -22,7 +22,7 @@ MAX_DISTANCE: Final[int] = 2
 _MEMO_LIMIT: Final[int] = 4096
 _MEMO_KEY_MAX: Final[int] = 64
 
-_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
+_WORD = re.compile(r"[^\W_]")
 _CANONICAL: Final[frozenset[str]] = frozenset(k.name for k in KINDS)
 
 
@@ -32,10 +32,20 @@ _FOLD: Final[dict[int, int]] = {
 }
 
 
+def strip_edges(info: str) -> str:
+    """`info` without leading and trailing punctuation (linear time on any input)."""
+    first = _WORD.search(info)
+    if first is None:
+        return ""
+    last = _WORD.search(info[::-1])
+    assert last is not None
+    return info[first.start() : len(info) - last.start()]
+
+
 def normalize(info: str) -> str:
     """ASCII case, `_`/`-` and surrounding punctuation folded away. Never longer than
     `info` (kind names are ASCII), which the scanner's prefilter relies on."""
-    return _EDGE_PUNCT.sub("", info).translate(_FOLD)
+    return strip_edges(info).translate(_FOLD)
 
 
 # (normalized name, name as written in the table, preference rank)
@@ -91,7 +101,7 @@ def _near(info: str) -> str | None:
             distance = _distance_at_most(folded, name_norm, MAX_DISTANCE)
         if distance is None:
             continue
-        raw = _distance_at_most(_EDGE_PUNCT.sub("", info).lower(), name, MAX_DISTANCE + 2)
+        raw = _distance_at_most(strip_edges(info).lower(), name, MAX_DISTANCE + 2)
         key = (distance, MAX_DISTANCE + 3 if raw is None else raw, rank, name)
         if best is None or key < best:
             best = key
