@@ -39,7 +39,7 @@ from markertools._params import (
 from markertools._plan import Command, TurnPlan
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.sqlite import create_store_from_world, open_store
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
 PROJECT = "p"
@@ -140,7 +140,7 @@ def deliver_turns(
 ) -> tuple[list[float], list[int]]:
     store = open_store(path)
     clock = VirtualClock(1_800_000_100.0)
-    ports = memory_ports(
+    ports = store_ports(
         store, clock=clock, random=SeededRandom(f"{path}|{senders[0] if senders else 0}")
     )
     times: list[float] = []
@@ -211,7 +211,7 @@ def bench_statements_per_kind(tmp: Path) -> None:
     from markertools_adapters.sqlite import SqliteStore
 
     def count(store: SqliteStore, text: str, sender: str) -> int:
-        ports = memory_ports(store, clock=VirtualClock(1_800_000_100.0), random=SeededRandom(text))
+        ports = store_ports(store, clock=VirtualClock(1_800_000_100.0), random=SeededRandom(text))
         statements: list[str] = []
         with store.traced(statements.append):
             deliver_turn(text, sender=sender, outcome="completed", ports=ports)

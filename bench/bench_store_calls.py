@@ -24,7 +24,7 @@ from markertools._params import (
 )
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.memory import MemoryStore
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
 STORAGE_PORTS = (
@@ -78,7 +78,7 @@ def world(children: int) -> World:
 def deliver(plan: TurnPlan, w: World) -> tuple[Counter[str], float, int]:
     counting = Counting(MemoryStore.from_world(w))
     clock = VirtualClock(w.now)
-    ports = memory_ports(counting, clock=clock, random=SeededRandom(1))
+    ports = store_ports(counting, clock=clock, random=SeededRandom(1))
     start = time.perf_counter()
     report = deliver_turn(plan, sender="t1", outcome="completed", ports=ports)
     elapsed = time.perf_counter() - start

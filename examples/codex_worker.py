@@ -38,7 +38,7 @@ from typing import Any
 from markertools import DeliveryReport, Ports, deliver_turn
 from markertools_adapters.clock import SystemClock, SystemRandom
 from markertools_adapters.codex import AppServerTurnReader, CodexTurn
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 
 CLIENT_INFO = {
     "name": "markertools_worker",
@@ -60,7 +60,7 @@ def open_store(db: str) -> Any:
 
 
 def make_ports(store: Any) -> Ports:
-    return memory_ports(store, clock=SystemClock(), random=SystemRandom())
+    return store_ports(store, clock=SystemClock(), random=SystemRandom())
 
 
 class AppServerExited(Exception):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from markertools import PermissionGrant, Ports, Task, deliver_turn
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.memory import MemoryStore
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
 LEAD_TURN = """I'll split the work.
@@ -81,7 +81,7 @@ def main() -> list[str]:
     )
     store = MemoryStore.from_world(world)
     clock = OtherSlotsClock(world.now)
-    ports = memory_ports(store, clock=clock, random=SeededRandom(1))
+    ports = store_ports(store, clock=clock, random=SeededRandom(1))
     clock.store, clock.ports = store, ports
 
     transcript = [run_turn(store, ports, "lead", "")]

@@ -46,7 +46,7 @@ from markertools._params import (
 from markertools._ports import KillResult
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.memory import MemoryStore
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
 ALL_GRANTS = ("read", "create_task", "approve_merge")
@@ -105,7 +105,7 @@ class Rig:
 def rig(world: World, **port_overrides: Any) -> Rig:
     store = MemoryStore.from_world(world)
     clock = VirtualClock(world.now)
-    ports = memory_ports(store, clock=clock, random=SeededRandom(7))
+    ports = store_ports(store, clock=clock, random=SeededRandom(7))
     if port_overrides:
         ports = attrs.evolve(ports, **port_overrides)
     return Rig(store, clock, ports)

@@ -21,7 +21,7 @@ from markertools._ports import (
 )
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.memory import MemoryStore
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.worktrees import WorktreeFiles
 from markertools_adapters.world import World
 
@@ -88,7 +88,7 @@ def files_ports(
         tasks=world_tasks,
     )
     store = MemoryStore.from_world(world)
-    ports = memory_ports(
+    ports = store_ports(
         store,
         clock=VirtualClock(world.now),
         random=SeededRandom(7),

@@ -1,6 +1,6 @@
 """The in-memory adapters beyond the shared contract: loading refuses duplicates and
 non-empty stores, conveniences for embedding code, the clock and random adapters (DOM-5),
-and `memory_ports` wiring."""
+and `store_ports` wiring."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from strategies_core import NOW, make_world, task
 from markertools._ports import Clock, RandomSource
 from markertools_adapters.clock import SeededRandom, SystemClock, SystemRandom, VirtualClock
 from markertools_adapters.memory import MemoryStore
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
 
@@ -48,9 +48,9 @@ def test_followups_for_and_audit_records():
     assert store.audit_records() == ()
 
 
-def test_memory_ports_fills_every_storage_port_with_the_store():
+def test_store_ports_fills_every_storage_port_with_the_store():
     store = MemoryStore()
-    ports = memory_ports(store, clock=VirtualClock(), random=SeededRandom())
+    ports = store_ports(store, clock=VirtualClock(), random=SeededRandom())
     for name in (
         "tasks",
         "todos",

@@ -163,11 +163,11 @@ def _delivering_host(dsn: str, schema: str, host: int, barrier: Any, results: An
     from markertools._plan import Command, TurnPlan
     from markertools_adapters.clock import SystemClock, SystemRandom
     from markertools_adapters.postgres import open_store
-    from markertools_adapters.wiring import memory_ports
+    from markertools_adapters.wiring import store_ports
 
     store = open_store(dsn, 2, schema=schema)
     try:
-        ports = memory_ports(store, clock=SystemClock(), random=SystemRandom())
+        ports = store_ports(store, clock=SystemClock(), random=SystemRandom())
         cancels = TurnPlan(
             commands=tuple(
                 Command("task-cancel", i + 1, TaskCancelParams(f"x{i}")) for i in range(5)

@@ -23,7 +23,7 @@ from markertools._params import WaitThreadsParams
 from markertools._plan import Command, TurnPlan
 from markertools_adapters.clock import SystemClock, SystemRandom
 from markertools_adapters.postgres import PgChangeWaiter
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
 pytestmark = [pytest.mark.postgres, pytest.mark.skipif(pg_dsn() is None, reason=SKIP_REASON)]
@@ -143,7 +143,7 @@ def test_delivery_wait_threads_wakes_on_the_notification(store: Any, dsn: str) -
     store.insert_task(Task(id="t1", project_id="p", status="running", created_by="u"))
     store.grant_permissions("u", "p", ["read"])
     waiter = store.change_waiter()
-    ports = memory_ports(store, clock=SystemClock(), random=SystemRandom(), waiter=waiter)
+    ports = store_ports(store, clock=SystemClock(), random=SystemRandom(), waiter=waiter)
     params = WaitThreadsParams(task_ids=("t1",), interval_seconds=60, timeout_seconds=120)
     plan = TurnPlan(commands=(Command("wait-threads", 1, params),))
     reports: list[Any] = []

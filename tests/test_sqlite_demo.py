@@ -90,13 +90,13 @@ def test_the_demo_gives_the_same_report_and_world_on_memory_and_sqlite() -> None
     from markertools_adapters.clock import SeededRandom, VirtualClock
     from markertools_adapters.memory import MemoryStore
     from markertools_adapters.sqlite import create_store_from_world
-    from markertools_adapters.wiring import memory_ports
+    from markertools_adapters.wiring import store_ports
 
     world = demo_world()
     results = []
     for store in (MemoryStore.from_world(world), create_store_from_world(world)):
         clock = VirtualClock(world.now)
-        ports = memory_ports(store, clock=clock, random=SeededRandom(7))
+        ports = store_ports(store, clock=clock, random=SeededRandom(7))
         report = deliver_turn(demo_turn(), sender=DEMO_SENDER, outcome="completed", ports=ports)
         results.append((report.message, report.entries, repr(store.export_world(clock.now()))))
     assert results[0] == results[1]

@@ -155,9 +155,9 @@ def test_the_check_detects_a_full_scan() -> None:
 def _statements_for(store: SqliteStore, text: str, sender: str) -> int:
     from markertools import deliver_turn
     from markertools_adapters.clock import SeededRandom, VirtualClock
-    from markertools_adapters.wiring import memory_ports
+    from markertools_adapters.wiring import store_ports
 
-    ports = memory_ports(store, clock=VirtualClock(10_000.0), random=SeededRandom(text))
+    ports = store_ports(store, clock=VirtualClock(10_000.0), random=SeededRandom(text))
     statements: list[str] = []
     with store.traced(statements.append):
         report = deliver_turn(text, sender=sender, outcome="completed", ports=ports)

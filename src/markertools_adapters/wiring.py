@@ -1,5 +1,5 @@
 # Owns: the one wiring point that bundles a store object and the non-storage adapters into
-# the `Ports` delivery takes (`memory_ports`). Works with any store object that implements
+# the `Ports` delivery takes (`store_ports`). Works with any store object that implements
 # the storage ports (MemoryStore, the SQLite store, ...).
 #
 # Invariants: builds values only; never opens files, databases or processes itself.
@@ -17,7 +17,7 @@ from markertools._ports import (
 )
 
 
-def memory_ports(
+def store_ports(
     store: Any,
     *,
     clock: Clock,

@@ -27,7 +27,7 @@ from markertools._ports import TaskExecutor, TaskFiles
 from markertools._report import DeliveryReport
 from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
 from markertools_adapters.clock import SystemRandom, VirtualClock
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World, WorldFileError, loads_world, world_to_json
 from markertools_adapters.worlddiff import world_changes
 
@@ -257,7 +257,7 @@ def run_deliver(
         if store.get_task(sender) is None:
             raise UsageFailure(f"--sender {sender}: no such task")
         clock = VirtualClock(now)
-        ports = memory_ports(store, clock=clock, random=SystemRandom(), executor=kill, files=files)
+        ports = store_ports(store, clock=clock, random=SystemRandom(), executor=kill, files=files)
         before = store.export_world(clock.now())
         report = deliver_turn(
             text, sender=sender, outcome=outcome or "completed", ports=ports, locale=locale

@@ -10,7 +10,7 @@
 #
 # Invariants:
 #   Rule 1: the demo uses the same library calls as `deliver --world` (deliver_turn over
-#           memory_ports(SqliteStore)); it is a showcase, not a second code path.
+#           store_ports(SqliteStore)); it is a showcase, not a second code path.
 #   Rule 2: `--keep PATH` writes the resulting database to a NEW file (an existing PATH
 #           is refused before anything runs) so `world dump --db PATH` can inspect it.
 from __future__ import annotations
@@ -27,7 +27,7 @@ from markertools._msg import LOCALES
 from markertools._report import DeliveryReport
 from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
 from markertools_adapters.clock import SeededRandom, VirtualClock
-from markertools_adapters.wiring import memory_ports
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World, loads_world, world_to_json
 
 DEMO_SENDER: Final[str] = "t-lead"
@@ -60,7 +60,7 @@ def run_demo(
     store: Any = create_store_from_world(world, keep if keep is not None else ":memory:")
     try:
         clock = VirtualClock(world.now)
-        ports = memory_ports(store, clock=clock, random=SeededRandom(DEMO_SEED))
+        ports = store_ports(store, clock=clock, random=SeededRandom(DEMO_SEED))
         before = store.export_world(clock.now())
         report = deliver_turn(
             demo_turn(), sender=DEMO_SENDER, outcome="completed", ports=ports, locale=locale
