@@ -29,14 +29,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench_sqlite import fixture_tasks, typical_plan  # the same typical turn
+from _common import NOW, PROJECT, USER, bench_world, typical_plan  # the same typical turn
 
 from markertools import deliver_turn
-from markertools._model import PermissionGrant, Project, Task
+from markertools._model import Task
 from markertools._params import WaitThreadsParams
 from markertools._plan import Command, TurnPlan
 from markertools_adapters.clock import SeededRandom, SystemClock, SystemRandom, VirtualClock
@@ -44,9 +44,6 @@ from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT = "p"
-USER = "u"
-NOW = 1_800_000_000.0
 
 
 # ---- the server ---------------------------------------------------------------------------
@@ -82,30 +79,6 @@ def drop_schema(dsn: str, schema: str) -> None:
 
 
 # ---- stores ---------------------------------------------------------------------------------
-
-
-def bench_world(filler: int, senders: Sequence[str]) -> World:
-    tasks: list[Task] = []
-    for i in range(filler):
-        tasks.append(
-            Task(
-                id=f"bg{i:07d}",
-                project_id=PROJECT,
-                status=("completed", "failed", "running", "queued")[i % 4],
-                created_by=f"user{i % 50}",
-                parent_task_id=f"bg{i - 1:07d}" if i % 10 else None,
-                prompt=f"background task {i}",
-                created_at=NOW - filler + i,
-            )
-        )
-    for sender in senders:
-        tasks.extend(fixture_tasks(sender, NOW))
-    return World(
-        now=NOW,
-        projects=(Project(id=PROJECT, name="bench"),),
-        permissions=(PermissionGrant(USER, PROJECT, ("approve_merge", "create_task", "read")),),
-        tasks=tuple(sorted(tasks, key=lambda t: t.id)),
-    )
 
 
 def create(backend: str, where: str, world: World) -> None:

@@ -28,111 +28,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from _common import bench_world, fixture_tasks, typical_plan
+
 from markertools import deliver_turn
-from markertools._model import PermissionGrant, Project, Task
-from markertools._params import (
-    TaskCancelParams,
-    TaskCreateParams,
-    TaskPollParams,
-    WaitThreadsParams,
-)
-from markertools._plan import Command, TurnPlan
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.sqlite import create_store_from_world, open_store
 from markertools_adapters.wiring import store_ports
-from markertools_adapters.world import World
 
-PROJECT = "p"
-USER = "u"
-
-# ---- fixtures ------------------------------------------------------------------------------
-
-
-def fixture_tasks(sender: str, now: float) -> list[Task]:
-    """A sender with 5 running children (cancelled) and 16 finished grandchildren (polled /
-    waited)."""
-    rows = [
-        Task(
-            id=sender,
-            project_id=PROJECT,
-            status="running",
-            created_by=USER,
-            prompt="typical sender",
-            created_at=now,
-        )
-    ]
-    for k in range(5):
-        rows.append(
-            Task(
-                id=f"{sender}-c{k}",
-                project_id=PROJECT,
-                status="running",
-                created_by=USER,
-                parent_task_id=sender,
-                prompt="to cancel",
-                created_at=now,
-            )
-        )
-    for k in range(16):
-        rows.append(
-            Task(
-                id=f"{sender}-f{k}",
-                project_id=PROJECT,
-                status="completed",
-                created_by=USER,
-                parent_task_id=f"{sender}-c0",
-                prompt="finished",
-                result_text="done: " + "x" * 400,
-                created_at=now,
-            )
-        )
-    return rows
-
-
-def typical_plan(sender: str) -> TurnPlan:
-    """5 creates, 5 cancels, 5 polls, 2 waits of 8 (in TRN-1 execution order)."""
-    commands: list[Command] = []
-    line = 1
-    for k in range(5):
-        commands.append(Command("task-create", line, TaskCreateParams(prompt=f"subtask {k}")))
-        line += 4
-    for k in range(5):
-        commands.append(Command("task-cancel", line, TaskCancelParams(task_id=f"{sender}-c{k}")))
-        line += 4
-    for k in range(5):
-        commands.append(Command("task-poll", line, TaskPollParams(task_id=f"{sender}-f{k}")))
-        line += 4
-    for w in range(2):
-        ids = tuple(f"{sender}-f{k}" for k in range(8 * w, 8 * w + 8))
-        commands.append(Command("wait-threads", line, WaitThreadsParams(task_ids=ids)))
-        line += 4
-    return TurnPlan(commands=tuple(commands))
+# ---- fixtures (bench/_common.py: the same turn and world as bench_postgres.py) ---------------
 
 
 def build_db(path: Path, filler: int, senders: Sequence[str]) -> None:
-    now = 1_800_000_000.0
-    tasks: list[Task] = []
-    for i in range(filler):  # background: same project, a few lineages, mixed statuses
-        tasks.append(
-            Task(
-                id=f"bg{i:07d}",
-                project_id=PROJECT,
-                status=("completed", "failed", "running", "queued")[i % 4],
-                created_by=f"user{i % 50}",
-                parent_task_id=f"bg{i - 1:07d}" if i % 10 else None,
-                prompt=f"background task {i}",
-                created_at=now - filler + i,
-            )
-        )
-    for sender in senders:
-        tasks.extend(fixture_tasks(sender, now))
-    world = World(
-        now=now,
-        projects=(Project(id=PROJECT, name="bench"),),
-        permissions=(PermissionGrant(USER, PROJECT, ("approve_merge", "create_task", "read")),),
-        tasks=tuple(sorted(tasks, key=lambda t: t.id)),
-    )
-    create_store_from_world(world, path).close()
+    create_store_from_world(bench_world(filler, senders), path).close()
 
 
 def deliver_turns(
@@ -289,6 +196,38 @@ def bench_processes(tmp: Path, quick: bool) -> None:
 ROWS = 4
 
 
+_BEGIN = {"autocommit": None, "deferred": "BEGIN", "immediate": "BEGIN IMMEDIATE"}
+
+
+def _toggle(conn: sqlite3.Connection, row: int, mode: str) -> tuple[int, int] | None:
+    """One read-then-write toggle of `row` in `mode`: the (row, version) it acted on, or
+    None when its compare-and-set (immediate mode only) found the row changed."""
+    begin = _BEGIN[mode]
+    if begin is not None:
+        conn.execute(begin)
+    try:
+        status, version = conn.execute(
+            "SELECT status, version FROM t WHERE id = ?", (row,)
+        ).fetchone()
+        new = "interrupted" if status == "running" else "running"
+        if mode == "immediate":
+            cur = conn.execute(
+                "UPDATE t SET status = ?, version = version + 1 WHERE id = ? AND status = ?",
+                (new, row, status),
+            )
+            won = cur.rowcount == 1
+        else:
+            conn.execute("UPDATE t SET status = ?, version = version + 1 WHERE id = ?", (new, row))
+            won = True
+        if begin is not None:
+            conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return (row, version) if won else None
+
+
 def _tx_worker(path: str, mode: str, ops: int, seed: int, start_at: float) -> dict[str, int]:
     import random
 
@@ -299,56 +238,15 @@ def _tx_worker(path: str, mode: str, ops: int, seed: int, start_at: float) -> di
     while time.time() < start_at:
         time.sleep(0.001)
     for _ in range(ops):
-        row = rng.randrange(ROWS)
         try:
-            if mode == "autocommit":
-                status, version = conn.execute(
-                    "SELECT status, version FROM t WHERE id = ?", (row,)
-                ).fetchone()
-                new = "interrupted" if status == "running" else "running"
-                conn.execute(
-                    "UPDATE t SET status = ?, version = version + 1 WHERE id = ?", (new, row)
-                )
-                claimed.append((row, version))
-            elif mode == "deferred":
-                conn.execute("BEGIN")
-                try:
-                    status, version = conn.execute(
-                        "SELECT status, version FROM t WHERE id = ?", (row,)
-                    ).fetchone()
-                    new = "interrupted" if status == "running" else "running"
-                    conn.execute(
-                        "UPDATE t SET status = ?, version = version + 1 WHERE id = ?", (new, row)
-                    )
-                    conn.execute("COMMIT")
-                    claimed.append((row, version))
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            else:  # immediate
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    status, version = conn.execute(
-                        "SELECT status, version FROM t WHERE id = ?", (row,)
-                    ).fetchone()
-                    new = "interrupted" if status == "running" else "running"
-                    cur = conn.execute(
-                        "UPDATE t SET status = ?, version = version + 1 WHERE id = ? AND status = ?",
-                        (new, row, status),
-                    )
-                    conn.execute("COMMIT")
-                    if cur.rowcount == 1:
-                        claimed.append((row, version))
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
+            acted = _toggle(conn, rng.randrange(ROWS), mode)
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 out["locked"] += 1
-            else:
-                raise
+                continue
+            raise
+        if acted is not None:
+            claimed.append(acted)
     out["transitions"] = len(claimed)
     conn.close()
     out["claimed"] = claimed  # type: ignore[assignment]

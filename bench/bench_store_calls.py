@@ -15,13 +15,10 @@ import time
 from collections import Counter
 from typing import Any
 
+from _common import turn_plan
+
 from markertools import Command, PermissionGrant, Task, TurnPlan, deliver_turn
-from markertools._params import (
-    TaskCancelParams,
-    TaskCreateParams,
-    TaskPollParams,
-    WaitThreadsParams,
-)
+from markertools._params import WaitThreadsParams
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
@@ -87,33 +84,15 @@ def deliver(plan: TurnPlan, w: World) -> tuple[Counter[str], float, int]:
 
 
 def big_turn() -> TurnPlan:
-    cmds: list[Command] = []
-    line = 1
-    for i in range(5):
-        cmds.append(Command("task-create", line, TaskCreateParams(prompt=f"new job {i}")))
-        line += 1
-    for i in range(5):
-        cmds.append(Command("task-cancel", line, TaskCancelParams(f"k{i}")))
-        line += 1
-    for i in range(5, 10):
-        cmds.append(
-            Command(
-                "task-poll", line, TaskPollParams(f"k{i}", interval_seconds=10, timeout_seconds=30)
-            )
-        )
-        line += 1
-    for _ in range(2):
-        ids = tuple(f"k{i}" for i in range(10, 18))
-        cmds.append(
-            Command(
-                "wait-threads",
-                line,
-                WaitThreadsParams(ids, interval_seconds=10, timeout_seconds=60),
-            )
-        )
-        line += 1
-    order = ["task-create", "task-cancel", "task-poll", "wait-threads"]
-    return TurnPlan(commands=tuple(sorted(cmds, key=lambda c: order.index(c.kind))))
+    return turn_plan(
+        [f"new job {i}" for i in range(5)],
+        [f"k{i}" for i in range(5)],
+        [f"k{i}" for i in range(5, 10)],
+        [[f"k{i}" for i in range(10, 18)]] * 2,
+        line_step=1,
+        poll={"interval_seconds": 10, "timeout_seconds": 30},
+        wait={"interval_seconds": 10, "timeout_seconds": 60},
+    )
 
 
 def wait_only(targets: int) -> TurnPlan:

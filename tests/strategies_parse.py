@@ -195,3 +195,118 @@ def from_body_schema(draw: Any, schema: dict[str, Any]) -> dict[str, Any]:
     extra = draw(st.dictionaries(st.text(max_size=6), _extra_values, max_size=3))
     body.update({k: v for k, v in extra.items() if k not in props})
     return body
+
+
+# ---- list-item documents (the shapes `_extract_list` decides without markdown-it) ------
+# Drawn around the walker's boundaries: markers with 0-6 spaces or a tab after them,
+# plain and not-quite-plain first characters, indentation on both sides of the content
+# offset (and of offset + 3 / + 4), tabs in leading whitespace, fences of both
+# characters with closers that are too short, too indented, under-indented or carry
+# text, blank lines with and without tabs, and lazy or column-0 lines that end a walk.
+
+LIST_MARKERS = ["-", "+", "*", "1.", "2.", "1)", "10.", "123456789.", "1234567890.", "a."]
+LIST_CONTENT = [
+    "Start the worker:", "text", "**bold** step", "*it* x", "__u__", "_e_", "`code` x",
+    "``x``", "~x", "~~x", "- nested", "* * *", "***", "--", "# h", "> q", "<div>", "[ref]: /u",
+    "[link](x)", "2024 year", "3. item", "\xa0nbsp", "\u3000全角", "文本", "\x00nul", "\x0cff",
+    "=", "===", "---", "+ x", "!bang", "\\- esc", "", " ", "    code",
+]  # fmt: skip
+LIST_BODIES = ['{"prompt": "x"}', "{}", '{"task_id": "t1"}', "", "  indented", "x\ty"]
+LIST_GAPS = [" ", " ", "  ", "   ", "    ", "     ", "      ", "\t", " \t", ""]
+LIST_INDENTS = [
+    "",
+    " ",
+    "  ",
+    "   ",
+    "    ",
+    "     ",
+    "      ",
+    " " * 7,
+    " " * 9,
+    "\t",
+    "  \t",
+    "\t  ",
+]
+
+
+@st.composite
+def list_fence(draw: Any, kinds: bool = True) -> str:
+    char = draw(st.sampled_from(["`", "`", "`", "~"]))
+    run = char * draw(st.integers(3, 5))
+    infos = INFOS if kinds else ["python", "bash", ""]
+    return run + draw(st.sampled_from(["", "", " "])) + draw(st.sampled_from(infos))
+
+
+@st.composite
+def list_line(draw: Any) -> str:
+    shape = draw(st.integers(0, 9))
+    if shape <= 2:  # an item line
+        marker = draw(st.sampled_from(LIST_MARKERS))
+        gap = draw(st.sampled_from(LIST_GAPS))
+        content = draw(st.one_of(st.sampled_from(LIST_CONTENT), list_fence()))
+        return marker + gap + content
+    indent = draw(st.sampled_from(LIST_INDENTS))
+    if shape <= 4:  # a fence opener
+        return indent + draw(list_fence())
+    if shape <= 6:  # a closer (or nearly one)
+        char = draw(st.sampled_from(["`", "~"]))
+        tail = draw(st.sampled_from(["", "", "  ", "\t", " x"]))
+        return indent + char * draw(st.integers(2, 6)) + tail
+    if shape == 7:
+        return indent + draw(st.sampled_from(LIST_BODIES))
+    if shape == 8:
+        return draw(st.sampled_from(["", "", "   ", "\t", "      "]))
+    return indent + draw(st.sampled_from(LIST_CONTENT))
+
+
+@st.composite
+def list_item(draw: Any) -> list[str]:
+    """One item as an agent writes it: marker line, then units indented around its content
+    offset c (mostly exactly c): plain lines, blank lines and fences with bodies and a
+    closer, each sometimes off by a little."""
+    marker = draw(st.sampled_from(LIST_MARKERS))
+    gap = " " * draw(st.sampled_from([1, 1, 1, 2, 3, 4, 5]))
+    c = len(marker) + len(gap)
+    shift = st.sampled_from([0, 0, 0, 0, 0, 1, 2, 3, 4, -1, -c])
+
+    def pad(delta: int) -> str:
+        return " " * max(c + delta, 0)
+
+    first = draw(st.one_of(st.sampled_from(LIST_CONTENT[:12]), list_fence()))
+    lines = [marker + gap + first]
+    if first.startswith(("```", "~~~")):
+        lines.append(pad(draw(shift)) + draw(st.sampled_from(LIST_BODIES)))
+        lines.append(pad(draw(shift)) + first[:3])
+    for _ in range(draw(st.integers(0, 4))):
+        unit = draw(st.integers(0, 5))
+        if unit == 0:
+            lines.append(pad(draw(shift)) + draw(st.sampled_from(LIST_CONTENT)))
+        elif unit == 1:
+            lines.append(draw(st.sampled_from(["", "  ", "\t"])))
+        else:
+            opener = draw(list_fence())
+            lines.append(pad(draw(shift)) + opener)
+            for _ in range(draw(st.integers(0, 2))):
+                lines.append(pad(draw(shift)) + draw(st.sampled_from(LIST_BODIES)))
+            if draw(st.integers(0, 5)):
+                run = opener[0] * draw(st.sampled_from([3, 3, 3, 4, 5, 2]))
+                lines.append(pad(draw(shift)) + run + draw(st.sampled_from(["", "", " ", " x"])))
+    return lines
+
+
+@st.composite
+def list_docs(draw: Any) -> str:
+    """Documents made mostly of list items holding fences (see above)."""
+    parts: list[str] = []
+    for _ in range(draw(st.integers(1, 4))):
+        if draw(st.booleans()):
+            parts.append(draw(st.sampled_from(["Intro text.", "```python\nx\n```", "> q", ""])))
+            parts.append("")
+        if draw(st.integers(0, 3)):
+            for _ in range(draw(st.integers(1, 3))):
+                parts.extend(draw(list_item()))
+        else:
+            parts.extend(draw(st.lists(list_line(), min_size=1, max_size=12)))
+    ending = draw(st.sampled_from(["\n", "\n", "\r\n"]))
+    text = ending.join(parts)
+    return text + ending if draw(st.booleans()) else text

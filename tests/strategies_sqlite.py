@@ -166,6 +166,23 @@ def _unique_sorted(
     )
 
 
+def _distinct_active_names(rows: tuple[Automation, ...]) -> tuple[Automation, ...]:
+    """AUT-3: a world never holds two active automations of one project with one name
+    (stores refuse such a world), so later duplicates are paused."""
+    import attrs
+
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for row in rows:
+        key = (row.project_id, row.name)
+        if row.status == "active" and key in seen:
+            row = attrs.evolve(row, status="paused")
+        elif row.status == "active":
+            seen.add(key)
+        out.append(row)
+    return tuple(out)
+
+
 worlds = st.builds(
     World,
     now=TIMES,
@@ -173,7 +190,7 @@ worlds = st.builds(
     permissions=_unique_sorted(grants, lambda g: (g.user, g.project)),
     tasks=_unique_sorted(tasks, lambda t: t.id),
     todos=_unique_sorted(todos, lambda t: t.id),
-    automations=_unique_sorted(automations, lambda a: a.id),
+    automations=_unique_sorted(automations, lambda a: a.id).map(_distinct_active_names),
     costs=st.lists(costs, max_size=6).map(
         lambda rows: tuple(sorted(rows, key=lambda c: (c.task_id, c.round)))
     ),

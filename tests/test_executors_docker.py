@@ -142,11 +142,27 @@ def test_container_names_are_valid_and_distinct(task_id: str) -> None:
     name = executor.container_name(Task(task_id, "p1"))
     assert DOCKER_NAME.fullmatch(name), name
     assert name.startswith("markertools-task-")
-    if PLAIN_ID.fullmatch(task_id) and len(task_id) <= 200:
+    if PLAIN_ID.fullmatch(task_id) and len(task_id) <= 200 and not HASHED.fullmatch(task_id):
         assert name == "markertools-task-" + task_id
     else:
         assert name == executor.container_name(Task(task_id, "p2"))  # deterministic
         assert re.fullmatch(r"markertools-task-h[0-9a-f]{24}", name)
+
+
+HASHED = re.compile(r"h[0-9a-f]{24}")
+
+
+@pytest.mark.rule("CTL-2")
+@given(st.text(max_size=40))
+def test_an_id_shaped_like_a_hashed_name_never_shares_its_container(task_id: str) -> None:
+    """A cancel acts on its own target only: the task whose id is the hashed form of
+    another id must not be given (and so stop) that other task's container."""
+    executor = DockerExecutor()
+    hashed = executor.container_name(Task(task_id, "p1"))
+    suffix = hashed.removeprefix("markertools-task-")
+    lookalike = Task(suffix, "p1")
+    if suffix != task_id:
+        assert executor.container_name(lookalike) != hashed
 
 
 def test_custom_container_names(fake_docker: FakeDocker) -> None:

@@ -9,7 +9,7 @@ import sys
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from strategies_parse import any_text, block, markdownish, reference_fences
+from strategies_parse import any_text, block, list_docs, markdownish, reference_fences
 
 from markertools import parse_turn
 from markertools._extract import RawBlock, extract_blocks, extract_fast, normalize_text
@@ -247,7 +247,10 @@ def test_import_does_not_load_markdown_it_and_plain_text_never_parses_markdown()
         "text = 'prose\\n```python\\nx = 1\\n```\\n' * 1000 + '> quote\\n- list\\n'\n"
         "markertools.parse_turn(text)\n"
         "assert 'markdown_it' not in sys.modules, 'parsed markdown without a candidate'\n"
-        "markertools.parse_turn('- x\\n  ```task-list\\n  {}\\n  ```\\n')\n"
+        "plan = markertools.parse_turn('1. x\\n   ```task-list\\n   {}\\n   ```\\n')\n"
+        "assert len(plan.commands) == 1, plan\n"
+        "assert 'markdown_it' not in sys.modules, 'a simple list item needs no markdown parse'\n"
+        "markertools.parse_turn('- x\\n  - y\\n    ```task-list\\n    {}\\n    ```\\n')\n"
         "assert 'markdown_it' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -306,3 +309,65 @@ def test_closed_blocks_end_on_a_closing_fence_line(text: str) -> None:
         opener = lines[b.line - 1]
         char = "`" if "```" in opener else "~"
         assert closing and set(closing) == {char}
+
+
+# ---- simple list items: decided by hand (`_extract_list`), proven against markdown-it --
+
+
+def _agree_with_markdown_it(text: str) -> None:
+    fast = extract_fast(normalize_text(text))
+    full = extract_blocks(text, full=True)
+    assert fast == full
+    reference = reference_fences(text)
+    assert [(b.line, b.info) for b in full] == [(line, info) for line, info, _ in reference]
+    for b, (_, _, content) in zip(full, reference, strict=True):
+        if b.closed:
+            assert b.body == content
+
+
+@pytest.mark.rule("EXT-1", "EXT-3", "EXT-4", "EXT-6")
+@settings(max_examples=400)
+@given(list_docs())
+@example("1. Start:\n   ```task-create\n   {}\n   ```\n2. Next:\n   ```task-list\n   {}\n   ```\n")
+@example("- ```task-create\n  {}\n```\n")
+@example("- a\n  ```task-create\n    {}\n     ```\n  ```\n")
+@example("1. a\n\n    ```task-create\n    {}\n   ```\n")
+@example("- ```task-create\n" * 5)
+@example("- a\nlazy\n  ```task-list\n  {}\n  ```\n")
+@example("2. a\n   ```task-list\n  {}\n   ````\n")
+def test_list_items_agree_with_markdown_it(text: str) -> None:
+    _agree_with_markdown_it(text)
+
+
+@pytest.mark.rule("EXT-2", "EXT-6")
+@settings(max_examples=150)
+@given(st.lists(st.one_of(list_docs(), markdownish(max_lines=6)), min_size=2, max_size=5))
+def test_list_items_mixed_with_other_markdown_agree(parts: list[str]) -> None:
+    _agree_with_markdown_it("\n".join(parts))
+
+
+LIST_SHAPES = [
+    "1. Start the worker:\n   ```task-create\n   {}\n   ```\n",
+    "- ```task-create\n  {}\n  ```\n",
+    "1. Build:\n   ```bash\n   make\n   ```\n2. Then:\n\n   ```task-list\n   {}\n   ```\n",
+    "* **Step**: run it\n  more text\n      indented\n  ```todo-list\n  {}\n  ```\n3) x\n",
+    '10. `a` b\n    ```task-cost\n    {"task_id": "t"}\n    ```\n',
+    "- ```task-create\n  {}\n" + "- ```task-list\n" * 50,
+]
+
+
+@pytest.mark.rule("EXT-6")
+@pytest.mark.parametrize("text", LIST_SHAPES)
+def test_simple_list_items_need_no_markdown_parse(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import markertools._extract as extract
+
+    def no_zone(self: object, trigger: int) -> int:
+        raise AssertionError(f"a markdown-it zone was parsed at {trigger}")
+
+    monkeypatch.setattr(extract._Scanner, "zone", no_zone)
+    fast = extract_fast(normalize_text(text))
+    monkeypatch.undo()
+    assert fast and fast == extract_blocks(text, full=True)
+    _agree_with_markdown_it(text)

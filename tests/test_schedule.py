@@ -155,3 +155,19 @@ def test_shanghai_clock_text() -> None:
     assert shanghai_iso(0) == "1970-01-01T08:00:00+08:00"
     assert shanghai_stamp(1e20) == "00000000000000"  # out of datetime's range: no crash
     assert shanghai_iso(math.nan) == "nan"
+
+
+@pytest.mark.rule("SCH-2")
+@given(
+    slot=st.floats(allow_nan=False, allow_infinity=False),
+    t=st.floats(allow_nan=False, allow_infinity=False),
+    interval=st.integers(min_value=1, max_value=10**30),
+)
+def test_next_slot_after_never_raises_and_is_later_than_t(slot, t, interval):
+    nxt = next_slot_after(slot, t, interval)
+    assert nxt is None or (math.isfinite(nxt) and nxt > t)
+
+
+@pytest.mark.rule("SCH-2")
+def test_next_slot_after_near_the_float_limit_is_never_due_instead_of_overflowing():
+    assert next_slot_after(-1.7e308, 1.7e308, 60) is None

@@ -262,9 +262,9 @@ def test_update_of_missing_or_foreign_todo_is_not_found(todo_id: str) -> None:
             store, cmd("todo-update", TodoUpdateParams(todo_id, status="completed")), locale=locale
         ).entries
         assert entry.outcome == "rejected"
-        text = entry.reason.render("en")
-        assert "not found" in text
-        assert "forbidden" not in text and "permission" not in text
+        text = entry.reason.render(locale)
+        assert ("not found" if locale == "en" else "找不到") in text
+        assert "forbidden" not in text and "permission" not in text and "权限" not in text
     assert store.get_todo("o1") == foreign
 
 

@@ -9,7 +9,8 @@
 #   Rule 2: nothing a block contains and no port failure escapes: a handler that raises
 #           rejects only its block with the error summarised (TRN-8).
 #   Rule 3: non-completed turns, goal / coordinator senders and cancelled senders execute
-#           nothing and queue nothing; an audit record notes the discard (TRN-3/4/5).
+#           nothing and queue nothing; an audit record notes the discard (TRN-3/4/5). The
+#           text of a goal / coordinator sender's turn is not even parsed (TRN-4).
 #   Rule 4: every executed or rejected block writes one audit record (TRN-7).
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from markertools._model import AuditRecord, Task, is_goal_task, quota_exhausted,
 from markertools._msg import DEFAULT_LOCALE, LOCALES, Msg, msg
 from markertools._plan import BlockIssue, Command, TurnPlan
 from markertools._ports import Ports
+from markertools._render import shown
 from markertools._report import DeliveryReport, EntryOutcome, ReportEntry
 
 Handler = Callable[[Command, "TurnContext"], ReportEntry]
@@ -131,6 +133,10 @@ class TurnContext:
         if name is not None and name not in self._ambiguous_names:
             self._created[name] = task_id
 
+    def name_ambiguous(self, name: str) -> bool:
+        """VAL-8: True when two task-create blocks of this turn use `name`."""
+        return name in self._ambiguous_names
+
     def resolve_task_id(self, raw: str) -> str | Msg:
         """A literal id is returned as is; `@NAME` becomes the id created this turn, or a
         Msg saying why it cannot be resolved."""
@@ -138,10 +144,10 @@ class TurnContext:
             return raw
         name = raw[1:]
         if name in self._ambiguous_names:
-            return msg("deliver.ref_ambiguous", ref=raw)
+            return msg("deliver.ref_ambiguous", ref=shown(raw))
         created = self._created.get(name)
         if created is None:
-            return msg("deliver.ref_unresolved", ref=raw)
+            return msg("deliver.ref_unresolved", ref=shown(raw))
         return created
 
     # ---- entries -------------------------------------------------------------------
@@ -202,8 +208,15 @@ def _audit(ctx: TurnContext, entry: ReportEntry) -> ReportEntry:
     return entry
 
 
-def _discard(ports: Ports, sender_id: str, plan: TurnPlan, why: Msg, locale: str) -> DeliveryReport:
-    blocks = len(plan.commands) + len(plan.issues)
+def _discard(
+    ports: Ports, sender_id: str, plan: TurnPlan | None, why: Msg, locale: str
+) -> DeliveryReport:
+    """Nothing runs, nothing is queued; one audit record notes the discard and how many
+    blocks the turn had (`plan` None: a goal / coordinator turn, never parsed, TRN-4)."""
+    if plan is None:
+        reason = msg("deliver.discarded_unparsed", why=why)
+    else:
+        reason = msg("deliver.discarded", blocks=len(plan.commands) + len(plan.issues), why=why)
     try:
         now = ports.clock.now()
         ports.audit.record_audit(
@@ -212,7 +225,7 @@ def _discard(ports: Ports, sender_id: str, plan: TurnPlan, why: Msg, locale: str
                 kind="turn",
                 target=None,
                 outcome="discarded",
-                reason=msg("deliver.discarded", blocks=blocks, why=why).render(DEFAULT_LOCALE),
+                reason=reason.render(DEFAULT_LOCALE),
                 time=now,
             )
         )
@@ -265,25 +278,33 @@ def deliver_turn(
 
     if locale not in LOCALES:
         locale = DEFAULT_LOCALE
+    sender_id = sender if isinstance(sender, str) else sender.id
+    # The sender is read first: a goal or coordinator sender's turn is never parsed
+    # (TRN-4), whatever its outcome; any other discard still counts the turn's blocks.
+    read_error: Exception | None = None
+    sender_task: Task | None = None
+    try:
+        sender_task = ports.tasks.get_task(sender_id)
+    except Exception as exc:
+        read_error = exc
+    why_outcome = msg("deliver.why_outcome", outcome=outcome)
+    if sender_task is not None and (is_goal_task(sender_task) or sender_task.is_coordinator):
+        why = why_outcome if outcome != "completed" else msg("deliver.why_goal_or_coordinator")
+        return _discard(ports, sender_id, turn if isinstance(turn, TurnPlan) else None, why, locale)
     if isinstance(turn, TurnPlan):
         plan = turn
     else:
         from markertools._parse import parse_turn
 
         plan = parse_turn(turn)
-    sender_id = sender if isinstance(sender, str) else sender.id
 
     if outcome != "completed":
-        return _discard(ports, sender_id, plan, msg("deliver.why_outcome", outcome=outcome), locale)
-    try:
-        sender_task = ports.tasks.get_task(sender_id)
-    except Exception as exc:
-        why = msg("deliver.why_sender_unreadable", error=summarize_error(exc))
+        return _discard(ports, sender_id, plan, why_outcome, locale)
+    if read_error is not None:
+        why = msg("deliver.why_sender_unreadable", error=summarize_error(read_error))
         return _discard(ports, sender_id, plan, why, locale)
     if sender_task is None:
         return _discard(ports, sender_id, plan, msg("deliver.why_sender_missing"), locale)
-    if is_goal_task(sender_task) or sender_task.is_coordinator:
-        return _discard(ports, sender_id, plan, msg("deliver.why_goal_or_coordinator"), locale)
     if sender_cancelled(sender_task):
         return _discard(ports, sender_id, plan, msg("deliver.why_cancelled"), locale)
 

@@ -14,15 +14,24 @@
 #           (including those registered earlier this turn) has the name; an explicit
 #           name held by an active automation of the project refuses the block.
 #   Rule 4: `bind: "heartbeat"` binds the automation to the sender (bound_task_id).
+#   Rule 5 (AUT-3 under concurrency): the store enforces the name rule atomically and
+#           raises AutomationNameTaken when a concurrent delivery registered the name
+#           after it was checked: an explicit name then refuses the block with the same
+#           reason as above (never a generic port failure); a generated name is raised
+#           again past the names now taken, at most NAME_ATTEMPTS times.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
+
+import attrs
 
 from markertools._exec_todos import new_id, permission_refusal
 from markertools._model import Automation
 from markertools._msg import Msg, msg
 from markertools._params import AutomationCreateParams
 from markertools._plan import Command
+from markertools._ports import AutomationNameTaken
+from markertools._render import shown
 from markertools._report import ReportEntry
 from markertools._schedule import shanghai_iso, shanghai_stamp
 
@@ -31,6 +40,7 @@ if TYPE_CHECKING:
 
 KIND: Final[str] = "automation-create"
 SENDER_ID_CHARS: Final[int] = 8
+NAME_ATTEMPTS: Final[int] = 3  # Rule 5: inserts tried with a generated name
 
 
 def block_position(cmd: Command, commands: tuple[Command, ...]) -> int:
@@ -66,7 +76,7 @@ def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
         return ctx.rejected(cmd, None, refusal)
     if ctx.quota_exhausted():
         return ctx.rejected(
-            cmd, None, msg("automations.quota_exhausted", user=ctx.sender.created_by)
+            cmd, None, msg("automations.quota_exhausted", user=shown(ctx.sender.created_by))
         )
     now = ctx.now()
     if params.first_run_at is not None and params.first_run_at < now:
@@ -84,12 +94,12 @@ def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
     project = ctx.sender.project_id
     taken = ctx.ports.automations.active_automation_names(project)
     generated: str | Msg = ""
+    position = block_position(cmd, ctx.plan.commands)
     if params.name is not None:
         if params.name in taken:
-            return ctx.rejected(cmd, None, msg("automations.name_taken", name=params.name))
+            return ctx.rejected(cmd, None, msg("automations.name_taken", name=shown(params.name)))
         name = params.name
     else:
-        position = block_position(cmd, ctx.plan.commands)
         name = automatic_name(ctx.sender.id, now, position, taken)
         generated = msg("automations.name_generated")
     heartbeat = params.bind == "heartbeat"
@@ -108,7 +118,16 @@ def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
         created_by=ctx.sender.created_by,
         created_at=now,
     )
-    ctx.ports.automations.insert_automation(automation)
+    for attempt in range(1, NAME_ATTEMPTS + 1):
+        try:
+            ctx.ports.automations.insert_automation(automation)
+            break
+        except AutomationNameTaken:  # Rule 5: registered meanwhile by another delivery
+            if params.name is not None or attempt == NAME_ATTEMPTS:
+                return ctx.rejected(cmd, None, msg("automations.name_taken", name=shown(name)))
+            taken = taken | {name} | ctx.ports.automations.active_automation_names(project)
+            name = automatic_name(ctx.sender.id, now, position, taken)
+            automation = attrs.evolve(automation, name=name)
     first = (
         _when(params.first_run_at)
         if params.first_run_at is not None
@@ -122,7 +141,7 @@ def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
     binding = msg("automations.bound_heartbeat" if heartbeat else "automations.unbound")
     result = msg(
         "automations.created",
-        name=name,
+        name=shown(name),
         generated=generated,
         id=automation.id,
         schedule=schedule,

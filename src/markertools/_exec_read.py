@@ -233,7 +233,7 @@ def handle_list(cmd: Command, ctx: TurnContext) -> ReportEntry:
     if listing.total == 0:
         return ctx.done(cmd, None, msg("read.list_empty", filters=filters))
     counts = tuple(msg("read.list_count", status=s, n=n) for s, n in listing.counts)
-    lines = "\n".join(f"{t.id}  {t.status}  {prompt_preview(t.prompt)}" for t in rows)
+    lines = "\n".join(f"{shown(t.id)}  {t.status}  {prompt_preview(t.prompt)}" for t in rows)
     framed = frame_data(lines, msg("read.list_label"), ctx.ports.random, ctx.locale).text
     more = max(listing.total - len(rows), 0)
     parts = [

@@ -73,7 +73,9 @@ def handle_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
     ctx.register_created(p.name, child.id)
     if p.name is not None:
         result = msg(
-            "tasks.created_named",
+            "tasks.created_named_ambiguous"
+            if ctx.name_ambiguous(p.name)
+            else "tasks.created_named",
             id=child.id,
             name=shown(p.name, 100),
             executor=child.executor,

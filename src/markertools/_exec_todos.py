@@ -11,7 +11,8 @@
 #           change is one compare-and-set `update_todo` on the status read.
 #   Rule 4 (TDC-1): a todo's task_id (literal or @NAME) must name a task of the sender's
 #           project; missing and foreign tasks are refused alike.
-#   Rule 5: listed titles are written by tasks: they are reported inside data framing.
+#   Rule 5: listed titles are written by tasks: they are reported inside data framing;
+#           ids and other values echoed in a result or reason are escaped onto one line.
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from markertools._model import TODO_STATUSES, UNFINISHED_TODO_STATUSES, Todo
 from markertools._msg import Msg, MsgArg, msg
 from markertools._params import TodoCreateParams, TodoListParams, TodoUpdateParams
 from markertools._plan import Command
+from markertools._render import shown
 from markertools._report import ReportEntry
 
 if TYPE_CHECKING:
@@ -55,8 +57,8 @@ def permission_refusal(ctx: TurnContext, permission: str, prefix: str) -> Msg | 
     return msg(
         f"{prefix}.no_permission",
         permission=permission,
-        user=ctx.sender.created_by,
-        project=ctx.sender.project_id,
+        user=shown(ctx.sender.created_by),
+        project=shown(ctx.sender.project_id),
     )
 
 
@@ -80,7 +82,7 @@ def _linked_task(ctx: TurnContext, raw: str | None) -> tuple[str | None, Msg | N
         return None, msg("todos.bad_reference", reason=resolved)
     task = ctx.ports.tasks.get_task(resolved)
     if task is None or task.project_id != ctx.sender.project_id:
-        return None, msg("todos.task_not_in_project", task_id=raw)
+        return None, msg("todos.task_not_in_project", task_id=shown(raw))
     return resolved, None
 
 
@@ -160,7 +162,7 @@ def handle_todo_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
         "title": one_line(todo.title, ECHO_CHARS),
     }
     if task_id is not None:
-        return ctx.done(cmd, todo.id, msg("todos.created_linked", task_id=task_id, **common))
+        return ctx.done(cmd, todo.id, msg("todos.created_linked", task_id=shown(task_id), **common))
     return ctx.done(cmd, todo.id, msg("todos.created", **common))
 
 
@@ -197,7 +199,7 @@ def handle_todo_update(cmd: Command, ctx: TurnContext) -> ReportEntry:
         return ctx.rejected(cmd, params.id, refusal)
     todo = ctx.ports.todos.get_todo(params.id)
     if todo is None or todo.project_id != ctx.sender.project_id:
-        return ctx.rejected(cmd, params.id, msg("todos.not_found", id=params.id))
+        return ctx.rejected(cmd, params.id, msg("todos.not_found", id=shown(params.id)))
     task_id, problem = _linked_task(ctx, params.task_id)
     if problem is not None:
         return ctx.rejected(cmd, params.id, problem)
@@ -210,9 +212,11 @@ def handle_todo_update(cmd: Command, ctx: TurnContext) -> ReportEntry:
     if updated is None:
         again = ctx.ports.todos.get_todo(todo.id)
         if again is None or again.project_id != ctx.sender.project_id:
-            return ctx.rejected(cmd, params.id, msg("todos.not_found", id=params.id))
+            return ctx.rejected(cmd, params.id, msg("todos.not_found", id=shown(params.id)))
         return ctx.rejected(
-            cmd, params.id, msg("todos.changed_meanwhile", id=params.id, expected=todo.status)
+            cmd,
+            params.id,
+            msg("todos.changed_meanwhile", id=shown(params.id), expected=todo.status),
         )
     described = tuple(
         msg(
@@ -224,7 +228,7 @@ def handle_todo_update(cmd: Command, ctx: TurnContext) -> ReportEntry:
         for name in (*_UPDATE_FIELDS, "completed_at")
         if name in changes
     )
-    return ctx.done(cmd, todo.id, msg("todos.updated", id=todo.id, changes=described))
+    return ctx.done(cmd, todo.id, msg("todos.updated", id=shown(todo.id), changes=described))
 
 
 HANDLERS: dict[str, Handler] = {

@@ -40,6 +40,7 @@ from bisect import bisect_left
 
 import attrs
 
+from markertools._extract_list import ListWalk
 from markertools._extract_scan import (
     BLANK,
     CAND,
@@ -148,8 +149,10 @@ class _Scanner:
         self.lines = _Lines(text)
         self.violations = Violations(text)
         self.out: list[RawBlock] = []
+        self.out_pos: list[int] = []  # where each block of `out` was decided (a line start)
         self.last_cut = 0
         self._zone_end = 0
+        self._walk: ListWalk | None = None  # the live hand parse of simple list items
 
     def run(self) -> list[RawBlock]:
         fl = self.fl
@@ -165,8 +168,7 @@ class _Scanner:
             if scan_from < ls:
                 risk = gap_risk(text, scan_from, ls)
                 if risk >= 0:
-                    k = self.zone(risk)
-                    scan_from = self.last_cut
+                    k, scan_from = self.decide(risk)
                     continue
             pkind = f[PK]
             if pkind == COL0 and f[VALID]:
@@ -191,13 +193,11 @@ class _Scanner:
                     scan_from = min(f[LE] + 1, self.n)
                     k += 1
                     continue
-                k = self.zone(ls)
-                scan_from = self.last_cut
+                k, scan_from = self.decide(ls)
             elif pkind == IND and f[VALID]:
                 j = self._accept_indented(k)
                 if j < 0:
-                    k = self.zone(ls)
-                    scan_from = self.last_cut
+                    k, scan_from = self.decide(ls)
                 else:
                     scan_from = min(fl[j][LE] + 1, self.n)
                     k = j + 1
@@ -214,6 +214,7 @@ class _Scanner:
         block = _block(info, self.lines.at(f[LS]), body, closer is not None)
         if block is not None:
             self.out.append(block)
+            self.out_pos.append(f[LS])
 
     def _accept_indented(self, k: int) -> int:
         """A valid fence N indented w = 1..3 spaces, not a candidate. It is a top-level
@@ -235,6 +236,55 @@ class _Scanner:
                 return j
         return -1
 
+    # ---- simple list items, then zones ------------------------------------------
+
+    def decide(self, trigger: int) -> tuple[int, int]:
+        """The line at `trigger` needs more than the fence lines: walk simple list items
+        by hand (`_extract_list`) when the text around it has their shape, else parse a
+        zone with markdown-it. Returns (index of the next fence line, scan position)."""
+        end = self._walk_to(trigger)
+        if end < 0:
+            k = self.zone(trigger)
+            return k, self.last_cut
+        return self._index_at(end), end
+
+    def _walk_to(self, trigger: int) -> int:
+        """Advance the live walk past `trigger` (resumed when no cut lies between, so a
+        long list is walked once), or start one at the cut before it; -1 if it dies."""
+        walk = self._walk
+        if walk is not None and self.last_cut <= walk.pos <= trigger:
+            start = blank_cut_before(self.text, walk.pos, trigger)
+            if start > walk.pos:
+                walk = None
+        else:
+            walk = None
+            start = blank_cut_before(self.text, self.last_cut, trigger)
+        if walk is None:
+            self._drop_from(start)
+            walk = ListWalk(self.text, start)
+        found = walk.advance(trigger)
+        if found is None:
+            self._walk = None
+            return -1
+        self._walk = walk
+        for ls, info, body, closed in found:
+            block = _block(info, self.lines.at(ls), body, closed)
+            if block is not None:
+                self.out.append(block)
+                self.out_pos.append(ls)
+        return walk.pos
+
+    def _drop_from(self, start: int) -> None:
+        """Forget blocks decided at or after `start` (a zone or a new walk redoes them)."""
+        while self.out_pos and self.out_pos[-1] >= start:
+            self.out_pos.pop()
+            self.out.pop()
+
+    def _index_at(self, pos: int) -> int:
+        if self._starts is None:
+            self._starts = [f[LS] for f in self.fl]
+        return bisect_left(self._starts, pos)
+
     # ---- zones -----------------------------------------------------------------
 
     def zone(self, trigger: int) -> int:
@@ -242,13 +292,13 @@ class _Scanner:
         its blocks, and return the index of the first fence line after it (the zone
         end becomes the last cut)."""
         start = blank_cut_before(self.text, self.last_cut, trigger)
+        self._drop_from(start)
         trigger_end = self.text.find("\n", trigger)
         end = self._cut_after(self.n if trigger_end < 0 else trigger_end)
         self.zone_blocks(start, end)
         self.last_cut = self._zone_end
-        if self._starts is None:
-            self._starts = [f[LS] for f in self.fl]
-        return bisect_left(self._starts, self._zone_end)
+        self._walk = None
+        return self._index_at(self._zone_end)
 
     def _cut_after(self, pos: int) -> int:
         if self._col0_cuts is None:
@@ -276,4 +326,5 @@ class _Scanner:
             block = _block(info, first_line + fence.line, fence.body, fence.closed)
             if block is not None:
                 self.out.append(block)
+                self.out_pos.append(start)
         return self.out

@@ -12,7 +12,9 @@
 #           which is also prepended to the goal; a failed or empty lookup (LookupFailed /
 #           None) drops its section and nothing else.
 #   Rule 4 (INJ-7): todo titles (written by tasks) and previous attempt output appear only
-#           inside data framing; one-line fields are flattened so they cannot start lines.
+#           inside data framing; one-line fields are flattened so they cannot start lines;
+#           each injected section (not the caller's memory, not the original prompt) is
+#           also checked with `_render.inert`, so none holds a marker block.
 #   Rule 5: nothing is written back: inputs are never mutated; the result is a new value.
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from markertools._model import (
 )
 from markertools._msg import Msg, msg
 from markertools._ports import RandomSource, TodoListing
+from markertools._render import inert
 
 START_KINDS: Final[tuple[str, ...]] = ("fresh", "retry", "continuation", "checkpoint", "manual")
 # "fresh": the first claim, or a platform restart from the original prompt (the ledger
@@ -185,7 +188,7 @@ def assemble_first_turn(
     elif inputs.project is None:
         notes.append(msg("inject.note_project_missing", project=task.project_id))
     else:
-        project_text = project_section(inputs.project, locale)
+        project_text = inert(project_section(inputs.project, locale))
         names.append("project")
         texts.append(project_text)
 
@@ -195,6 +198,7 @@ def assemble_first_turn(
         notes.append(msg("inject.note_todos_failed", error=inputs.todos.error or "?"))
     elif inputs.todos is not None:
         todo_text = todos_section(inputs.todos, random, locale)
+        todo_text = inert(todo_text) if todo_text is not None else None
         if todo_text is None:
             notes.append(msg("inject.note_no_todos"))
         else:
@@ -211,6 +215,7 @@ def assemble_first_turn(
             notes.append(msg("inject.note_retry_no_preamble"))
         elif inputs.attempt is not None and inputs.attempt.task_id == task.id:
             preamble = resume_preamble(inputs.attempt, random, locale)
+            preamble = inert(preamble) if preamble is not None else None
             if preamble is not None:
                 names.append("resume")
                 texts.append(preamble)

@@ -66,11 +66,13 @@ def _parse_constant(text: str) -> Any:
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _Refuse(msg("parse.json.duplicate_key", key=_literal(key)))
-        result[key] = value
+    result = dict(pairs)
+    if len(result) != len(pairs):  # a duplicate: name the first one, in document order
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Refuse(msg("parse.json.duplicate_key", key=_literal(key)))
+            seen.add(key)
     return result
 
 
@@ -131,23 +133,25 @@ def loads_object(body: str) -> dict[str, Any] | JsonRefusal:
     """The body as a JSON object, or the precise reason it is refused (never raises)."""
     if len(body) > MAX_BODY_CHARS:
         return JsonRefusal(msg("parse.json.too_long", length=len(body), max=MAX_BODY_CHARS))
-    if not body.strip(" \t\r\n"):
-        return JsonRefusal(msg("parse.json.empty"))
-    if too_deep(body):
+    if too_deep(body):  # a blank body is never too deep: the order of checks is kept
         return JsonRefusal(msg("parse.json.too_deep", max=MAX_DEPTH))
     try:
         value = _DECODER.decode(body)
     except _Refuse as refused:
         return JsonRefusal(refused.reason)
     except json.JSONDecodeError as exc:
+        if not body.strip(" \t\r\n"):
+            return JsonRefusal(msg("parse.json.empty"))
         return JsonRefusal(
             msg("parse.json.syntax", detail=exc.msg, line=exc.lineno, column=exc.colno)
         )
     except (ValueError, RecursionError, MemoryError) as exc:  # defensive: Rule 1
         return JsonRefusal(msg("parse.json.syntax", detail=type(exc).__name__, line=1, column=1))
-    if not isinstance(value, dict):
+    if type(value) is not dict:
         return JsonRefusal(msg("parse.json.not_object", got=_type_name(value)))
-    bad = _first_surrogate(value) if "\\u" in body or _SURROGATE.search(body) else None
-    if bad is not None:
-        return JsonRefusal(msg("parse.json.surrogate", code=f"{ord(bad):04X}"))
+    # str.isascii() is O(1): an ASCII body without "\u" escapes holds no surrogate
+    if "\\u" in body or (not body.isascii() and _SURROGATE.search(body)):
+        bad = _first_surrogate(value)
+        if bad is not None:
+            return JsonRefusal(msg("parse.json.surrogate", code=f"{ord(bad):04X}"))
     return value

@@ -9,6 +9,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "turn not delivered: {why}; {blocks} block(s) discarded",
         "zh": "本轮未投递：{why}；丢弃 {blocks} 个块",
     },
+    "deliver.discarded_unparsed": {
+        "en": "turn not delivered: {why}; the text was not parsed (turns of goal and coordinator tasks never are)",
+        "zh": "本轮未投递：{why}；未解析文本（goal 任务与协调员任务的回合从不解析）",
+    },
     "deliver.why_outcome": {
         "en": "the turn ended '{outcome}', only completed turns are delivered",
         "zh": "回合以“{outcome}”结束，只有 completed 回合会被投递",

@@ -106,7 +106,7 @@ def task_id_component_problem(task_id: str) -> str | None:
     MAX_TASK_ID_BYTES bytes in UTF-8. The answer is a short English phrase for logs and
     adapter errors; reports use the `files.task_id_unusable` message."""
     if task_id in ("", ".", ".."):
-        return "empty or a dot name"
+        return "is empty or a dot name"
     if "/" in task_id or "\\" in task_id:
         return "contains a path separator"
     if "\x00" in task_id:

@@ -90,6 +90,21 @@ class RequeueResult:
     error: str | None = None
 
 
+class AutomationNameTaken(Exception):
+    """AutomationStore.insert_automation refused an active automation because an active
+    automation of the same project already has its name (AUT-3). Raised by the store
+    itself, atomically with the insert, so two concurrent deliveries that both saw the
+    name free cannot both register it; nothing was written."""
+
+    def __init__(self, project_id: str, name: str) -> None:
+        super().__init__(project_id, name)  # picklable: args rebuild the exception
+        self.project_id = project_id
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"an active automation of project {self.project_id!r} is already named {self.name!r}"
+
+
 # ---- ports -------------------------------------------------------------------------
 
 
@@ -171,13 +186,22 @@ class TodoStore(Protocol):
 
 
 class AutomationStore(Protocol):
+    """Automation definitions (SPEC §4.13, §10). Names are unique among a project's
+    active automations (AUT-3): insert_automation enforces it and raises
+    AutomationNameTaken, which automation-create reports as a rejection."""
+
     def get_automation(self, automation_id: str) -> Automation | None: ...
 
     def active_automation_names(self, project_id: str) -> frozenset[str]:
         """Names of the project's automations whose status is "active" (AUT-3)."""
         ...
 
-    def insert_automation(self, automation: Automation) -> None: ...
+    def insert_automation(self, automation: Automation) -> None:
+        """Insert a new automation. An existing id raises ValueError. An active
+        `automation` whose name an active automation of the same project already has
+        raises AutomationNameTaken and writes nothing - checked atomically with the insert
+        (a unique index, a lock), so of concurrent inserts of one name exactly one wins."""
+        ...
 
     def due_automations(self, now: float) -> tuple[Automation, ...]:
         """Active automations with is_due(a, now) (SCH-5), ordered by id."""

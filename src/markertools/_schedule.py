@@ -47,8 +47,11 @@ def next_slot_after(slot: float, t: float, interval: int) -> float | None:
     that adding the interval no longer changes them."""
     if not _finite(slot, t) or not isinstance(interval, int) or interval < 1:
         return None
-    k = 1 if t < slot else math.floor((t - slot) / interval) + 1
-    nxt = slot + k * interval
+    try:
+        k = 1 if t < slot else math.floor((t - slot) / interval) + 1
+        nxt = slot + k * interval
+    except (OverflowError, ValueError):  # times near the float limit: never due again
+        return None
     # The division may round either way; correct k by a step or two in float arithmetic.
     for _ in range(_CORRECTION_STEPS):
         if nxt <= t:

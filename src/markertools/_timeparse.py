@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Final
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Final
 
 from markertools._kindspec import MS_THRESHOLD
+
+if TYPE_CHECKING:  # datetime and zoneinfo load on the first time string (import cost)
+    from datetime import timezone
+    from zoneinfo import ZoneInfo
 
 NAIVE_ZONE_NAME: Final[str] = "Asia/Shanghai"
 
@@ -42,6 +44,8 @@ _ISO = re.compile(
 @lru_cache(maxsize=1)
 def naive_zone() -> ZoneInfo:
     """Asia/Shanghai from the IANA database (the `tzdata` package ships it)."""
+    from zoneinfo import ZoneInfo
+
     return ZoneInfo(NAIVE_ZONE_NAME)
 
 
@@ -61,6 +65,8 @@ def parse_iso(text: str) -> float | None:
     if match is None:
         return None
     g = match.groupdict()
+    from datetime import UTC, datetime, timedelta, timezone
+
     try:
         if g["tz"] is None:
             zone: timezone | ZoneInfo = naive_zone()

@@ -64,13 +64,16 @@ def _type_error(spelling: str, field: FieldSpec, value: object) -> _Skip:
     return _Skip(msg("parse.field.type", field=spelling, got=_got(value), exp=expected(field)))
 
 
-@attrs.define
 class _Work:
-    """Scratch state of one validation: converted values and notes per field."""
+    """Scratch state of one validation: converted values and notes per field (a plain
+    slotted class: it is built once per block, on the hot path)."""
 
-    values: dict[str, Any] = attrs.Factory(dict)
-    notes: dict[str, Msg] = attrs.Factory(dict)
-    extra_notes: list[Msg] = attrs.Factory(list)
+    __slots__ = ("extra_notes", "notes", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.notes: dict[str, Msg] = {}
+        self.extra_notes: list[Msg] = []
 
 
 def _pick(body: dict[str, Any], field: FieldSpec) -> tuple[str, object]:
@@ -96,7 +99,7 @@ def _same_json(a: object, b: object) -> bool:
     return a == b
 
 
-def _text(spelling: str, field: FieldSpec, value: object) -> str | None:
+def _text(spelling: str, field: FieldSpec, value: object, work: _Work | None = None) -> str | None:
     if not isinstance(value, str):
         raise _type_error(spelling, field, value)
     if value == "" and field.empty_is_absent:
@@ -190,37 +193,54 @@ def _ref_list(spelling: str, field: FieldSpec, value: object, work: _Work) -> tu
     return tuple(unique[:keep])
 
 
-def _convert(field: FieldSpec, spelling: str, value: object, work: _Work) -> object:
-    kind = field.kind
-    if kind == "text":
-        return _text(spelling, field, value)
-    if kind == "ref":
-        if not isinstance(value, str):
-            raise _type_error(spelling, field, value)
-        if not value.strip():
-            raise _Skip(msg("parse.field.blank", field=spelling, exp=expected(field)))
-        return value
-    if kind == "ref_list":
-        return _ref_list(spelling, field, value, work)
-    if kind == "enum":
-        if not isinstance(value, str):
-            raise _type_error(spelling, field, value)
-        if value not in field.choices:
-            raise _Skip(
-                msg("parse.field.choice", field=spelling, got=_got(value), exp=expected(field))
-            )
+def _c_ref(spelling: str, field: FieldSpec, value: object, work: _Work) -> object:
+    if not isinstance(value, str):
+        raise _type_error(spelling, field, value)
+    if not value.strip():
+        raise _Skip(msg("parse.field.blank", field=spelling, exp=expected(field)))
+    return value
+
+
+def _c_enum(spelling: str, field: FieldSpec, value: object, work: _Work) -> object:
+    if not isinstance(value, str):
+        raise _type_error(spelling, field, value)
+    if value not in field.choices:
+        raise _Skip(msg("parse.field.choice", field=spelling, got=_got(value), exp=expected(field)))
+    if field.folds:
         return dict(field.folds).get(value, value)
-    if kind == "int":
-        return _clamped(field, spelling, _int(spelling, field, value), work)
-    if kind == "epoch":
-        return _epoch(spelling, field, value, work)
-    if kind == "time":
-        return _time(spelling, field, value)
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise _type_error(spelling, field, value)
-        return value
+    return value
+
+
+def _c_int(spelling: str, field: FieldSpec, value: object, work: _Work) -> object:
+    return _clamped(field, spelling, _int(spelling, field, value), work)
+
+
+def _c_time(spelling: str, field: FieldSpec, value: object, work: _Work) -> object:
+    return _time(spelling, field, value)
+
+
+def _c_bool(spelling: str, field: FieldSpec, value: object, work: _Work) -> object:
+    if not isinstance(value, bool):
+        raise _type_error(spelling, field, value)
+    return value
+
+
+def _c_forbidden(spelling: str, field: FieldSpec, value: object, work: _Work) -> object:
     raise _Skip(msg("parse.field.forbidden", field=spelling, got=_got(value)))
+
+
+_Converter = Callable[[str, FieldSpec, object, _Work], object]
+_CONVERTERS: Final[dict[str, _Converter]] = {
+    "text": _text,
+    "ref": _c_ref,
+    "ref_list": _ref_list,
+    "enum": _c_enum,
+    "int": _c_int,
+    "epoch": _epoch,
+    "time": _c_time,
+    "bool": _c_bool,
+    "forbidden": _c_forbidden,
+}
 
 
 # ---- named kind-level rules (the table names them; implemented once here) ----------
@@ -266,32 +286,75 @@ def validate_body(kind: KindSpec, body: str) -> Validated | Msg:
         return skip.reason
 
 
+@attrs.frozen
+class _Plan:
+    """What `_validate_object` needs from one kind, derived once from the table (Rule 1
+    order kept): (field, name, single spelling?, default) per field, every accepted
+    spelling, and whether values must be filtered before building the params."""
+
+    fields: tuple[tuple[FieldSpec, str, bool, object, _Converter], ...]
+    known: frozenset[str]
+    params_fields: frozenset[str]
+    filter_args: bool
+
+
+_plans: dict[int, tuple[KindSpec, _Plan]] = {}  # id(kind) -> (kind, plan); kinds are few
+
+
+def _plan(kind: KindSpec) -> _Plan:
+    """The cached plan of `kind` (keyed by identity; the kind is kept alive with it)."""
+    entry = _plans.get(id(kind))
+    if entry is not None and entry[0] is kind:
+        return entry[1]
+    plan = _Plan(
+        tuple(
+            (f, f.name, not f.aliases, default_of(kind, f), _CONVERTERS.get(f.kind, _c_forbidden))
+            for f in kind.fields
+        ),
+        frozenset(s for f in kind.fields for s in f.spellings),
+        frozenset(f.name for f in kind.fields if f.param),
+        any(not f.param for f in kind.fields),
+    )
+    if len(_plans) >= 256:  # only ever the table's kinds in practice; stay bounded
+        _plans.clear()
+    _plans[id(kind)] = (kind, plan)
+    return plan
+
+
 def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
     if kind.ignore_all_fields:  # QUO-1
         ignored = tuple(body)
         note = msg("parse.note.ignored_fields", kind=kind.name, fields=ignored)
         return Validated(kind.params(ignored_fields=ignored), (note,) if ignored else ())
+    plan = _plan(kind)
     work = _Work()
+    values = work.values
     written: dict[str, str] = {}
-    for field in kind.fields:
-        spelling, value = _pick(body, field)
+    for field, name, single, default, convert in plan.fields:
+        if single:  # the common case: no alias, so no ambiguity (VAL-7) to check
+            value = body.get(name)
+            spelling = name
+            if value is None:  # VAL-2: null = absent
+                value = _ABSENT
+        else:
+            spelling, value = _pick(body, field)
         if value is _ABSENT:
             if field.required:
                 raise _Skip(_missing(kind, field, body))
-            work.values[field.name] = default_of(kind, field)
+            values[name] = default
             continue
-        written[field.name] = spelling
-        work.values[field.name] = _convert(field, spelling, value, work)
+        written[name] = spelling
+        values[name] = convert(spelling, field, value, work)
     for rule in kind.post_rules:
         _POST_RULES[rule](kind, work, written)
-    known = {s for f in kind.fields for s in f.spellings}
-    unknown = tuple(k for k in body if k not in known)
-    notes = [*work.notes.values(), *work.extra_notes]
-    if unknown:
+    notes = [*work.notes.values(), *work.extra_notes] if work.notes or work.extra_notes else []
+    if not plan.known.issuperset(body):
+        unknown = tuple(k for k in body if k not in plan.known)
         notes.append(msg("parse.note.unknown_fields", kind=kind.name, fields=unknown))
-    params_fields = {f.name for f in kind.fields if f.param}
-    args = {k: v for k, v in work.values.items() if k in params_fields or k == "dropped_task_ids"}
-    return Validated(kind.params(**args), tuple(notes))
+    if plan.filter_args:
+        keep = plan.params_fields
+        values = {k: v for k, v in values.items() if k in keep or k == "dropped_task_ids"}
+    return Validated(kind.params(**values), tuple(notes))
 
 
 def _missing(kind: KindSpec, field: FieldSpec, body: dict[str, Any]) -> Msg:

@@ -13,7 +13,8 @@
 #   Rule 2: an executor never silently skips a task it cannot handle: the dispatcher
 #           raises for an executor kind with no backend configured.
 #   Rule 3: container names are derived from the task id deterministically and are
-#           always valid docker names (see DockerExecutor.container_name).
+#           always valid docker names (see DockerExecutor.container_name); two different
+#           task ids never share a name (a hashed name's shape is never used verbatim).
 from __future__ import annotations
 
 import hashlib
@@ -78,6 +79,9 @@ class CloudExecutor:
 
 
 _DOCKER_NAME: Final[re.Pattern[str]] = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# The shape of a hashed name's suffix: an id of exactly this shape is hashed too, so a
+# task id can never name (and a cancel never stop) the container of a hashed id.
+_HASHED_SUFFIX: Final[re.Pattern[str]] = re.compile(r"h[0-9a-f]{24}")
 _NO_CONTAINER: Final[re.Pattern[str]] = re.compile(r"no such (container|object)", re.I)
 _NOT_RUNNING: Final[re.Pattern[str]] = re.compile(r"is not running", re.I)
 
@@ -115,7 +119,8 @@ class DockerExecutor:
     def container_name(self, task: Task) -> str:
         if self._container_name is not None:
             return self._container_name(task)
-        if len(task.id) <= 200 and _DOCKER_NAME.fullmatch(task.id):
+        plain = _DOCKER_NAME.fullmatch(task.id) and not _HASHED_SUFFIX.fullmatch(task.id)
+        if len(task.id) <= 200 and plain:
             return self.name_prefix + task.id
         digest = hashlib.sha256(task.id.encode("utf-8", "surrogatepass")).hexdigest()
         return f"{self.name_prefix}h{digest[:24]}"

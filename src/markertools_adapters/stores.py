@@ -9,6 +9,8 @@
 #   Rule 1: the choice depends only on the text's scheme prefix (case-insensitive).
 #   Rule 2: `create_db_from_world` never changes an existing database: SQLite refuses an
 #           existing path, PostgreSQL refuses a schema that already holds records.
+#   Rule 3: opening with `must_exist` never creates or migrates anything in a file that
+#           is not already a markertools database (an empty file stays empty).
 from __future__ import annotations
 
 import re
@@ -53,9 +55,35 @@ def open_db(url_or_path: str | Path, *, must_exist: bool = False) -> Any:
     from markertools_adapters.sqlite import open_store as open_sqlite
 
     path = Path(url_or_path)
-    if must_exist and not path.is_file():
-        raise FileNotFoundError(f"{path}: no such database file")
+    if must_exist:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such database file")
+        _require_markertools_sqlite(path)
     return open_sqlite(path)
+
+
+def _require_markertools_sqlite(path: Path) -> None:
+    """Rule 3: `must_exist` never turns a file into a database. SQLite treats an empty
+    file (or a database without tables) as a new database that opening would migrate;
+    such a file is refused WITHOUT writing to it (read-only look at its tables)."""
+    import sqlite3
+
+    if path.stat().st_size == 0:
+        raise ValueError("not a markertools database: the file is empty")
+    conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        names = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+    finally:
+        conn.close()
+    if "schema_version" not in names:
+        if not names:
+            raise ValueError("not a markertools database: it has no tables")
+        shown = ", ".join(sorted(names)[:5])
+        raise ValueError(
+            f"not a markertools database: it has tables ({shown}) but no schema_version"
+        )
 
 
 def create_db_from_world(world: Any, url_or_path: str | Path) -> Any:

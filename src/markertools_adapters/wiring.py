@@ -1,24 +1,66 @@
 # Owns: the one wiring point that bundles a store object and the non-storage adapters into
-# the `Ports` delivery takes (`store_ports`). Works with any store object that implements
-# the storage ports (MemoryStore, the SQLite store, ...).
+# the `Ports` delivery takes (`store_ports`), and `StoragePorts`, the type of such a store:
+# every storage port at once (MemoryStore, SqliteStore, PostgresStore, or an embedder's).
 #
 # Invariants: builds values only; never opens files, databases or processes itself.
+#   Rule 1: `StoragePorts` is exactly the intersection of the storage port Protocols of
+#           markertools._ports, so mypy checks that a store passed here implements every
+#           one of them (tests/test_wiring_types.py keeps the list complete).
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from markertools._ports import (
+    AttemptLedger,
+    AuditLog,
+    AutomationStore,
     ChangeWaiter,
     Clock,
+    CostLookup,
+    FollowupQueue,
+    PermissionLookup,
     Ports,
+    ProjectLookup,
     RandomSource,
     TaskExecutor,
     TaskFiles,
+    TaskStore,
+    TodoStore,
 )
 
 
+class StoragePorts(
+    TaskStore,
+    TodoStore,
+    AutomationStore,
+    ProjectLookup,
+    CostLookup,
+    AttemptLedger,
+    AuditLog,
+    FollowupQueue,
+    PermissionLookup,
+    Protocol,
+):
+    """One object filling every storage field of `Ports` (Rule 1)."""
+
+
+if TYPE_CHECKING:  # Rule 1: mypy --strict proves the bundled stores are StoragePorts
+    from markertools_adapters.memory import MemoryStore
+    from markertools_adapters.postgres import PostgresStore
+    from markertools_adapters.sqlite import SqliteStore
+
+    def _memory_store(store: MemoryStore) -> StoragePorts:
+        return store
+
+    def _sqlite_store(store: SqliteStore) -> StoragePorts:
+        return store
+
+    def _postgres_store(store: PostgresStore) -> StoragePorts:
+        return store
+
+
 def store_ports(
-    store: Any,
+    store: StoragePorts,
     *,
     clock: Clock,
     random: RandomSource,

@@ -89,6 +89,12 @@ _LISTS: Final[dict[str, type]] = {
     "followups": Followup,
 }
 _CREATED_AT_DEFAULTS_TO_NOW: Final[frozenset[str]] = frozenset({"tasks", "todos", "automations"})
+# CLI.md: "omitted fields of any record take the values shown (null, false, 0, ...)"; the
+# record classes give every other field such a default, these few get theirs here.
+_FILE_DEFAULTS: Final[dict[str, dict[str, Any]]] = {
+    "automations": {"name": "", "prompt": ""},
+    "costs": {"round": 0},
+}
 _TOP_LEVEL: Final[tuple[str, ...]] = ("now", *_LISTS)
 
 
@@ -236,6 +242,7 @@ def world_from_json(obj: Any) -> World:
                 continue
             if name in _CREATED_AT_DEFAULTS_TO_NOW and "created_at" not in item:
                 item = {**item, "created_at": now}
+            item = {**_FILE_DEFAULTS.get(name, {}), **item}
             try:
                 items.append(_CONVERTER.structure(item, cls))
             except Exception as exc:

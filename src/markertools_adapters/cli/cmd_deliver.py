@@ -162,7 +162,11 @@ def deliver_command(
         str | None, typer.Option("--sender", help="The task that wrote the turn.")
     ] = None,
     outcome: Annotated[
-        str | None, typer.Option("--outcome", help="How the turn ended (default completed).")
+        str | None,
+        typer.Option(
+            "--outcome",
+            help=f"How the turn ended: {', '.join(TURN_OUTCOMES)} (default completed).",
+        ),
     ] = None,
     locale: Annotated[str, typer.Option("--locale", help="Report language: en or zh.")] = "en",
     as_json: Annotated[
@@ -183,8 +187,10 @@ def deliver_command(
         str | None, typer.Option("--turn", help="Codex turn id (default: the last completed).")
     ] = None,
 ) -> None:
-    """Deliver one turn as SENDER against a world file or a database; print the report and
-    what changed."""
+    """Deliver one turn as SENDER against a world file or a database; print the report.
+
+    Prints the report queued for the sender and what changed in the world (with --json,
+    the `deliver --json` document of CLI.md)."""
     try:
         run_deliver(
             file=file,

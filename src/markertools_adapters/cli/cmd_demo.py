@@ -105,8 +105,9 @@ def demo_command(
         bool, typer.Option("--print-world", help="Print the bundled world file and exit.")
     ] = False,
 ) -> None:
-    """Deliver a bundled turn against a bundled world, end to end; print the report and
-    what changed."""
+    """Deliver a bundled turn against a bundled world, end to end (start here).
+
+    Prints the report queued for the sender and what changed in the world."""
     if print_turn or print_world:
         sys.stdout.write(demo_turn() if print_turn else bundled_text(WORLD_RESOURCE))
         return

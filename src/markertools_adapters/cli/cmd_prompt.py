@@ -51,11 +51,11 @@ def _open_db(path: Path) -> Any:
     if not path.exists():
         raise UsageFailure(f"--db {path}: no such database (create one with `world load`)")
     try:
-        sqlite = importlib.import_module("markertools_adapters.sqlite")
+        stores = importlib.import_module("markertools_adapters.stores")
     except ImportError:
         raise UsageFailure("--db: SQLite adapter not available in this build") from None
-    try:
-        return sqlite.open_store(path)
+    try:  # must_exist: an empty or foreign file is refused, never turned into a database
+        return stores.open_db(path, must_exist=True)
     except Exception as exc:
         raise UsageFailure(f"--db {path}: cannot open: {exc}") from None
 

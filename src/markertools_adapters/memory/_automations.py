@@ -5,11 +5,27 @@
 #   Rule 1 (SCH-5): due_automations is exactly the rows with `_schedule.is_due`, by id.
 #   Rule 2 (SCH-4): claim_automation applies `_schedule.apply_claim` under the state lock:
 #           of concurrent claimers of one slot exactly one wins.
+#   Rule 3 (AUT-3): insert_automation checks and inserts under the state lock: an active
+#           automation whose (project, name) an active one already has raises
+#           AutomationNameTaken and is not stored (the SQL adapters' partial unique index).
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from markertools._model import Automation
+from markertools._ports import AutomationNameTaken
 from markertools._schedule import apply_claim, is_due
 from markertools_adapters.memory._state import MemoryState
+
+
+def name_clash(automation: Automation, existing: Iterable[Automation]) -> bool:
+    """Rule 3: `automation` is active and an active one of its project has its name."""
+    return automation.status == "active" and any(
+        other.status == "active"
+        and other.project_id == automation.project_id
+        and other.name == automation.name
+        for other in existing
+    )
 
 
 class AutomationMixin:
@@ -31,6 +47,8 @@ class AutomationMixin:
         with self._state.lock:
             if automation.id in self._state.automations:
                 raise ValueError(f"automation id {automation.id!r} already exists")
+            if name_clash(automation, self._state.automations.values()):
+                raise AutomationNameTaken(automation.project_id, automation.name)
             self._state.automations[automation.id] = automation
 
     def due_automations(self, now: float) -> tuple[Automation, ...]:

@@ -9,11 +9,13 @@
 #   Rule 2: records are frozen values; nothing returned is a view of the tables.
 #   Rule 3: export order is canonical (ids ascending; costs by task and round; audit and
 #           follow-ups in insertion order), so equal data exports equal worlds.
+#   Rule 4 (AUT-3): load_world refuses a world with two active automations of one project
+#           sharing a name, as the SQL adapters' unique index does.
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import attrs
 
@@ -29,7 +31,7 @@ from markertools._model import (
     Task,
 )
 from markertools._ports import TaskListing
-from markertools_adapters.memory._state import MemoryState
+from markertools_adapters.memory._state import MemoryState, compare_and_set
 from markertools_adapters.world import World
 
 _TASK_FIELDS = frozenset(attrs.fields_dict(Task)) - {"id"}
@@ -85,14 +87,7 @@ class CoreMixin:
         unknown = set(changes) - _TASK_FIELDS
         if unknown:
             raise ValueError(f"cannot change task field(s) {sorted(unknown)}")
-        with self._state.lock:
-            current = self._state.tasks.get(task_id)
-            if current is None or current.status != expected_status:
-                return None
-            fields: dict[str, Any] = dict(changes)
-            updated = attrs.evolve(current, **fields)
-            self._state.tasks[task_id] = updated
-            return updated
+        return compare_and_set(self._state, self._state.tasks, task_id, expected_status, changes)
 
     def list_tasks(
         self, project_id: str, *, status: str | None, q: str | None, limit: int
@@ -175,6 +170,15 @@ class CoreMixin:
         _put_unique(staged.tasks, ((t.id, t) for t in world.tasks), "task")
         _put_unique(staged.todos, ((t.id, t) for t in world.todos), "todo")
         _put_unique(staged.automations, ((a.id, a) for a in world.automations), "automation")
+        active_names: set[tuple[str, str]] = set()
+        for a in world.automations:  # Rule 4 (AUT-3)
+            if a.status == "active" and (a.project_id, a.name) in active_names:
+                raise ValueError(
+                    f"automation {a.id!r}: an active automation of project "
+                    f"{a.project_id!r} is already named {a.name!r}"
+                )
+            if a.status == "active":
+                active_names.add((a.project_id, a.name))
         staged.costs = list(world.costs)
         _put_unique(staged.quotas, ((q.user, q) for q in world.quotas), "quota")
         _put_unique(

@@ -1,10 +1,13 @@
 # Owns: the in-memory world's tables (`MemoryState`), shared by the memory store's
 # per-area mixins. A plain container guarded by one re-entrant lock: every mixin method
 # that reads-then-writes holds `state.lock`, which is what makes its compare-and-set
-# atomic in memory (house rule 6).
+# atomic in memory (house rule 6). Also the one compare-and-set on a status that task
+# transitions and todo updates share (`compare_and_set`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -36,3 +39,31 @@ class MemoryState:
     # (task_id, text) in queue order
     followups: list[tuple[str, str]] = attrs.Factory(list)
     lock: threading.RLock = attrs.field(factory=threading.RLock, eq=False, repr=False)
+
+
+class _HasStatus(Protocol):
+    @property
+    def status(self) -> str: ...
+
+
+S = TypeVar("S", bound=_HasStatus)
+
+
+def compare_and_set(
+    state: MemoryState,
+    table: dict[str, S],
+    key: str,
+    expected_status: str,
+    changes: Mapping[str, object],
+) -> S | None:
+    """Apply `changes` to `table[key]` only while its status is `expected_status`, under
+    the state lock; the new row, or None (missing, or changed meanwhile). The caller has
+    already refused fields that may not change."""
+    with state.lock:
+        current = table.get(key)
+        if current is None or current.status != expected_status:
+            return None
+        fields: dict[str, Any] = dict(changes)
+        updated = attrs.evolve(current, **fields)  # type: ignore[misc]
+        table[key] = updated
+        return updated

@@ -10,13 +10,12 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
 
 import attrs
 
 from markertools._model import Todo
 from markertools._ports import TodoListing
-from markertools_adapters.memory._state import MemoryState
+from markertools_adapters.memory._state import MemoryState, compare_and_set
 
 _UPDATABLE = frozenset(a.name for a in attrs.fields(Todo) if a.name not in {"id", "project_id"})
 
@@ -69,11 +68,4 @@ class TodoMixin:
         unknown = sorted(set(changes) - _UPDATABLE)
         if unknown:
             raise ValueError(f"todo fields cannot be changed: {', '.join(unknown)}")
-        with self._state.lock:
-            current = self._state.todos.get(todo_id)
-            if current is None or current.status != expected_status:
-                return None
-            fields: dict[str, Any] = dict(changes)
-            updated = attrs.evolve(current, **fields)
-            self._state.todos[todo_id] = updated
-            return updated
+        return compare_and_set(self._state, self._state.todos, todo_id, expected_status, changes)

@@ -1,8 +1,10 @@
 # Owns: how a PostgresStore reaches the server - the connection pool (psycopg_pool, sized
 # by the caller), the per-connection setup (autocommit, search_path of the chosen schema,
-# connect timeout), and the two ways code may use a connection: `read`/`read_one`/`run`
-# (one statement, atomic on its own) and `write()` (one READ COMMITTED transaction,
-# rolled back on any exception).
+# connect timeout), and the ways code may use a connection (the shared code's `Database`
+# protocol, markertools_adapters._sql): `read`/`read_one`/`run` (one statement, atomic on
+# its own), `update_one` (one UPDATE ... RETURNING), `snapshot()` (one REPEATABLE READ,
+# READ ONLY transaction) and `write()` (one READ COMMITTED transaction, rolled back on
+# any exception).
 #
 # Must never: leave a transaction open when a connection goes back to the pool; build SQL
 # from data (only codec column names and fixed text are interpolated); hide a connection
@@ -26,6 +28,8 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
+
+from markertools_adapters._sql import Statement
 
 DEFAULT_POOL_SIZE: Final[int] = 4
 DEFAULT_CONNECT_TIMEOUT: Final[int] = 10  # seconds (libpq waits forever by default)
@@ -109,6 +113,13 @@ class Database:
         """Execute one statement; returns its rowcount."""
         with self.pool.connection() as conn:
             return conn.execute(query, params).rowcount
+
+    def update_one(
+        self, update: Statement, reread: Statement, returning: str
+    ) -> tuple[Any, ...] | None:
+        """Rule 3: ONE `UPDATE ... RETURNING <returning>` (READ COMMITTED re-checks the
+        WHERE on the newest row version); `reread` is not needed here."""
+        return self.read_one(f"{update.sql} RETURNING {returning}", update.params)
 
     # ---- transactions ----------------------------------------------------------------
 

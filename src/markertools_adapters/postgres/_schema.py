@@ -18,27 +18,31 @@
 #   Rule 4: step 1 also installs the task-status NOTIFY trigger (PgChangeWaiter): every
 #           status change of a task, by markertools or by any other writer, notifies
 #           channel `markertools_task_status` with {"schema", "id", "status"} on commit.
+#   Rule 5: running a step and recording it is the shared
+#           markertools_adapters._sql.apply_migration (as on SQLite).
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Final
 
 import psycopg
 
+from markertools_adapters._sql import (
+    ACTIVE_NAME_INDEX,
+    DUE_INDEX,
+    LOOKUP_INDEXES,
+    WORLD_TABLES,
+    Step,
+    active_name_clashes,
+    apply_migration,
+    refresh_all_next_run_at,
+)
+from markertools_adapters.postgres._codec import POSTGRES, TABLES
+
 NOTIFY_CHANNEL: Final[str] = "markertools_task_status"
+# every table of a markertools schema: a world's, the clock, the permission roles
 MARKERTOOLS_TABLES: Final[tuple[str, ...]] = (
-    "projects",
-    "tasks",
-    "todos",
-    "automations",
-    "costs",
-    "quotas",
-    "task_attempts",
-    "audit",
-    "followups",
+    *WORLD_TABLES,
     "world_clock",
-    "permission_entries",
-    "permission_grants",
     "role_grants",
     "user_roles",
 )
@@ -215,31 +219,33 @@ _STEP1: Final[tuple[str, ...]] = (
 # ---- step 2: lookup indexes and the derived schedule column -------------------------
 
 _STEP2: Final[tuple[str, ...]] = (
-    "CREATE INDEX tasks_project_created ON tasks (project_id, created_at DESC, id DESC)",
-    "CREATE INDEX tasks_project_status ON tasks (project_id, status, created_at DESC, id DESC)",
-    "CREATE INDEX tasks_parent ON tasks (parent_task_id)",
-    "CREATE INDEX tasks_creator ON tasks (created_by)",
-    "CREATE INDEX todos_project_status ON todos (project_id, status)",
-    "CREATE INDEX automations_project_status_name ON automations (project_id, status, name)",
-    "CREATE INDEX costs_task ON costs (task_id)",
-    "CREATE INDEX followups_task ON followups (task_id)",
+    *LOOKUP_INDEXES,
     # SCH-5: written from markertools._schedule.next_run_at with every change of the row.
     f"ALTER TABLE automations ADD COLUMN next_run_at {F}",
-    "CREATE INDEX automations_due ON automations (status, next_run_at)",
+    DUE_INDEX,
 )
 
 
 def _fill_next_run_at(conn: psycopg.Connection[tuple[object, ...]]) -> None:
-    from markertools_adapters.postgres._automations import refresh_all_next_run_at
-
-    refresh_all_next_run_at(conn)
+    refresh_all_next_run_at(conn, TABLES)
 
 
-Step = Sequence[str] | Callable[[psycopg.Connection[tuple[object, ...]]], None]
+# ---- step 3: AUT-3, one active automation per (project, name) -----------------------
+
+
+def _refuse_active_name_clashes(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Existing duplicates stop the migration with a SchemaError (never renamed here)."""
+    problem = active_name_clashes(conn, TABLES)
+    if problem is not None:
+        raise SchemaError(problem)
+
+
+_STEP3: Final[tuple[str, ...]] = (ACTIVE_NAME_INDEX,)
 
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1,),
     (_STEP2, _fill_next_run_at),
+    (_refuse_active_name_clashes, _STEP3),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 
@@ -301,17 +307,6 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], *, target: int = LATES
                         "markertools schema_version: not a markertools schema (use another "
                         "schema, e.g. open_store(dsn, schema='markertools'))"
                     )
-                conn.execute(
-                    "CREATE TABLE schema_version ("
-                    "id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"
-                )
-                conn.execute("INSERT INTO schema_version (id, version) VALUES (1, 0)")
-            for step in MIGRATIONS[current]:
-                if callable(step):
-                    step(conn)
-                else:
-                    for statement in step:
-                        conn.execute(statement)
+            apply_migration(conn, POSTGRES, MIGRATIONS[current], current + 1)
             current += 1
-            conn.execute("UPDATE schema_version SET version = %s WHERE id = 1", (current,))
     return current

@@ -2,7 +2,8 @@
 # one object implementing every storage port of markertools._ports (TaskStore, TodoStore,
 # AutomationStore, ProjectLookup, CostLookup, AttemptLedger, AuditLog, FollowupQueue),
 # the table-backed PermissionLookup and WorldStore, assembled from per-area mixins over
-# one connection pool - the same mixin layout as SqliteStore.
+# one connection pool - the same mixin layout as SqliteStore, and the same shared mixins
+# (markertools_adapters._sql: automations, small ports, world load / export).
 #
 # Must never: be used before its schema is migrated (the constructor migrates or
 # refuses); hold a transaction open between method calls.
@@ -21,11 +22,11 @@ from __future__ import annotations
 
 import threading
 
-from markertools_adapters.postgres._automations import AutomationMixin
+from markertools_adapters._sql import AutomationMixin, RecordsMixin, WorldMixin
+from markertools_adapters.postgres._codec import TABLES
 from markertools_adapters.postgres._conn import DEFAULT_POOL_SIZE, Database, connect
 from markertools_adapters.postgres._notify import PgChangeWaiter
 from markertools_adapters.postgres._permissions import PermissionMixin
-from markertools_adapters.postgres._records import RecordsMixin
 from markertools_adapters.postgres._schema import (
     LATEST_VERSION,
     SchemaError,
@@ -35,13 +36,15 @@ from markertools_adapters.postgres._schema import (
 )
 from markertools_adapters.postgres._tasks import TaskMixin
 from markertools_adapters.postgres._todos import TodoMixin
-from markertools_adapters.postgres._worldio import WorldMixin
 
 
 class PostgresStore(
     TaskMixin, TodoMixin, AutomationMixin, RecordsMixin, PermissionMixin, WorldMixin
 ):
     """Every storage port on one PostgreSQL schema, through a connection pool."""
+
+    _db: Database
+    _tables = TABLES
 
     def __init__(
         self,

@@ -1,20 +1,18 @@
-# Owns: the TaskStore port on PostgreSQL (get / get_tasks / lineage / count_children /
-# insert / transition / list), as a mixin of PostgresStore over `self._db`.
+# Owns: the TaskStore port on PostgreSQL, as a mixin of PostgresStore over `self._db`:
+# the PostgreSQL-specific reads (get_tasks, lineage, list_tasks) on top of the shared
+# one-row operations (markertools_adapters._sql TaskRows: get / count_children / insert /
+# transition - the compare-and-set is ONE `UPDATE ... WHERE id = %s AND status = %s
+# RETURNING ...` under READ COMMITTED, Database.update_one).
 #
 # Must never: read a task and then decide a write in Python; scan the tasks table (every
 # lookup here has an index, see _schema step 2).
 #
 # Invariants:
-#   Rule 1 (CTL-4): transition_task is ONE statement `UPDATE ... WHERE id = %s AND
-#           status = %s RETURNING ...` under READ COMMITTED: a concurrent writer's change is
-#           waited for and the WHERE re-checked on the newest row version, so of two
-#           transitions from the same status exactly one changes the row; the other gets
-#           None ("changed meanwhile").
-#   Rule 2 (LIN-4): lineage is ONE recursive-CTE query with the reference walk: depth 0 =
+#   Rule 1 (LIN-4): lineage is ONE recursive-CTE query with the reference walk: depth 0 =
 #           the task, stop at a missing parent row or a null parent, no cycle detection
 #           (UNION ALL), stop after depth `max_steps`; a negative bound walks nothing.
-#   Rule 3 (WAI-4): get_tasks reads all ids with ONE `WHERE id = ANY(%s)` statement.
-#   Rule 4: list_tasks returns rows and per-status counts from ONE statement (one
+#   Rule 2 (WAI-4): get_tasks reads all ids with ONE `WHERE id = ANY(%s)` statement.
+#   Rule 3: list_tasks returns rows and per-status counts from ONE statement (one
 #           snapshot); `q` follows _fold (SQL for ASCII needles, Python otherwise).
 from __future__ import annotations
 
@@ -22,16 +20,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import psycopg
-
 from markertools._model import LineageLink, Task
 from markertools._ports import TaskListing
-from markertools_adapters.postgres._codec import TASKS, quote
+from markertools_adapters._sql import TaskRows
+from markertools_adapters.postgres._codec import TASKS
 from markertools_adapters.postgres._conn import Database
 from markertools_adapters.postgres._fold import ascii_needle, fold_sql, python_match
 from markertools_adapters.postgres._text import dec, dec_opt, enc, enc_opt
 
-_SELECT: Final[str] = f"SELECT {TASKS.select_list} FROM tasks"
+_SELECT: Final[str] = TASKS.select_sql
 _ORDER: Final[str] = "ORDER BY created_at DESC, id DESC"
 
 _LINEAGE_SQL: Final[str] = """
@@ -65,12 +62,8 @@ def _where(status: str | None, needle: str | None) -> str:
     return " AND ".join(where)
 
 
-class TaskMixin:
+class TaskMixin(TaskRows):
     _db: Database
-
-    def get_task(self, task_id: str) -> Task | None:
-        row = self._db.read_one(f"{_SELECT} WHERE id = %s", (enc(task_id),))
-        return None if row is None else TASKS.decode(row)
 
     def get_tasks(self, task_ids: Sequence[str]) -> Mapping[str, Task]:
         ids = list(dict.fromkeys(task_ids))
@@ -83,38 +76,6 @@ class TaskMixin:
     def lineage(self, task_id: str, max_steps: int) -> tuple[LineageLink, ...]:
         rows = self._db.read(_LINEAGE_SQL, {"id": enc(task_id), "max": max_steps})
         return tuple(LineageLink(dec(row[0]), dec_opt(row[1]), dec_opt(row[2])) for row in rows)
-
-    def count_children(self, parent_id: str) -> int:
-        row = self._db.read_one(
-            "SELECT count(*) FROM tasks WHERE parent_task_id = %s"
-            " AND (coordinator_part IS NULL OR coordinator_part = '')",
-            (enc(parent_id),),
-        )
-        return int(row[0]) if row is not None else 0
-
-    def insert_task(self, task: Task) -> None:
-        values = TASKS.encode(task)
-        try:
-            self._db.run(TASKS.insert_sql, values)
-        except psycopg.errors.UniqueViolation as exc:
-            raise ValueError(f"task {task.id!r} already exists") from exc
-
-    def transition_task(
-        self, task_id: str, expected_status: str, changes: Mapping[str, object]
-    ) -> Task | None:
-        sets = TASKS.encode_changes(changes)
-        if sets:
-            assignments = ", ".join(f"{quote(name)} = %s" for name, _ in sets)
-            row = self._db.read_one(
-                f"UPDATE tasks SET {assignments} WHERE id = %s AND status = %s"
-                f" RETURNING {TASKS.select_list}",
-                [*(value for _, value in sets), enc(task_id), enc(expected_status)],
-            )
-        else:
-            row = self._db.read_one(
-                f"{_SELECT} WHERE id = %s AND status = %s", (enc(task_id), enc(expected_status))
-            )
-        return None if row is None else TASKS.decode(row)
 
     def list_tasks(
         self, project_id: str, *, status: str | None, q: str | None, limit: int

@@ -1,206 +1,75 @@
-# Owns: the mapping between domain records (markertools._model) and SQLite rows: one
-# `RecordCodec` per table, derived from the record's attrs fields, that encodes a record
-# (or a partial `changes` mapping) into column values and decodes a row back.
+# Owns: the SQLite `Dialect` (`?` placeholders, 0/1 booleans, environments as compact
+# JSON text, STRICT tables) and the record codecs built from it (`TABLES`, and the
+# per-table names TASKS, TODOS, ... for this package and its tests). The codec itself is
+# markertools_adapters._sql._codec, shared with the PostgreSQL adapter.
 #
-# Must never: guess. A field whose annotation has no codec kind raises at import time, a
-# `changes` key that is not an updatable column raises ValueError, a value of the wrong
-# type raises TypeError - nothing is coerced silently into something else.
+# Must never: coerce (see the shared codec's rules); store a value SQLite would change.
 #
 # Invariants:
-#   Rule 1: floats round-trip bit for bit: they are bound as Python floats into columns
-#           declared `ANY CHECK (typeof(col) = 'real')`, which SQLite stores as 8-byte
-#           IEEE values (a REAL-affinity column would turn -0.0 into 0.0).
-#   Rule 2: booleans are stored as 0/1 and always decoded back to `bool`.
-#   Rule 3: nested values (a project's environment, permission grants) are stored as
-#           canonical JSON text and decoded to the same record values.
-#   Rule 4: column order in every SELECT is the record's field order, so `decode` is a
-#           positional zip.
+#   Rule 1: floats are bound as Python floats into columns declared
+#           `ANY CHECK (typeof(col) = 'real')`, which SQLite stores as 8-byte IEEE values
+#           (a REAL-affinity column would turn -0.0 into 0.0): bit-for-bit round trips.
+#   Rule 2: booleans are stored as 0/1 (INTEGER with a 0/1 check), decoded to `bool`.
+#   Rule 3: a project's environment is canonical JSON text, non-ASCII kept as is.
+#   Rule 4: text is stored as it is (SQLite's BINARY collation on UTF-8 is code point
+#           order, Python's str order).
 from __future__ import annotations
 
 import json
-import typing
+import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Generic, Literal, TypeVar
+from typing import Any, Final
 
-import attrs
+from markertools_adapters._sql import Dialect, Tables, quote
 
-from markertools._model import (
-    Attempt,
-    AuditRecord,
-    Automation,
-    CostRow,
-    Environment,
-    Project,
-    Quota,
-    Task,
-    Todo,
+
+def _json_text(data: Mapping[str, str | None]) -> str:
+    return json.dumps(dict(data), ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_object(stored: object) -> Mapping[str, Any]:
+    data = json.loads(str(stored))
+    if not isinstance(data, dict):
+        raise TypeError(f"environment: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _execute_many(conn: Any, sql: str, rows: Sequence[Sequence[object]]) -> None:
+    conn.executemany(sql, rows)
+
+
+SQLITE: Final = Dialect(
+    name="SQLite",
+    param="?",
+    container="database",
+    duplicate_key=sqlite3.IntegrityError,
+    bool_in=lambda value: 1 if value else 0,
+    json_in=_json_text,
+    json_out=_json_object,
+    execute_many=_execute_many,
+    table_suffix=" STRICT",
 )
+TABLES: Final = Tables(SQLITE)
 
-ColumnKind = Literal["text", "int", "float", "bool", "environment"]
+TASKS: Final = TABLES.tasks
+TODOS: Final = TABLES.todos
+AUTOMATIONS: Final = TABLES.automations
+PROJECTS: Final = TABLES.projects
+COSTS: Final = TABLES.costs
+QUOTAS: Final = TABLES.quotas
+ATTEMPTS: Final = TABLES.attempts
+AUDIT: Final = TABLES.audit
 
-# attrs field annotation (a string: the model uses `from __future__ import annotations`)
-# -> (codec kind, nullable)
-_KINDS: Final[dict[str, tuple[ColumnKind, bool]]] = {
-    "str": ("text", False),
-    "str | None": ("text", True),
-    "int": ("int", False),
-    "int | None": ("int", True),
-    "float": ("float", False),
-    "float | None": ("float", True),
-    "bool": ("bool", False),
-    "Environment | None": ("environment", True),
-}
-
-R = TypeVar("R")
-
-
-@attrs.frozen
-class Column:
-    name: str
-    kind: ColumnKind
-    nullable: bool
-
-
-def _annotation_name(annotation: object) -> str:
-    """The annotation as the model writes it, whether still a string or already resolved
-    (cattrs calls attrs.resolve_types on the records it structures, e.g. world files)."""
-    if isinstance(annotation, str):
-        return annotation
-    args = typing.get_args(annotation)
-    if args:
-        return " | ".join("None" if a is type(None) else getattr(a, "__name__", "") for a in args)
-    return str(getattr(annotation, "__name__", ""))
-
-
-def _columns(cls: type[Any]) -> tuple[Column, ...]:
-    cols = []
-    for field in attrs.fields(cls):
-        annotation = _annotation_name(field.type)
-        if annotation not in _KINDS:
-            raise TypeError(f"no SQLite codec for {cls.__name__}.{field.name}: {annotation!r}")
-        kind, nullable = _KINDS[annotation]
-        cols.append(Column(field.name, kind, nullable))
-    return tuple(cols)
-
-
-def _encode_environment(value: object) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, Environment):
-        raise TypeError(f"expected an Environment, got {type(value).__name__}")
-    return json.dumps(
-        {"name": value.name, "branch": value.branch, "status": value.status},
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-
-
-def _decode_environment(text: object) -> Environment | None:
-    if text is None:
-        return None
-    data = json.loads(str(text))
-    return Environment(name=data["name"], branch=data["branch"], status=data["status"])
-
-
-def encode_value(column: Column, value: object, where: str) -> object:
-    """One Python value -> the value bound for `column` (raises TypeError when it does not fit)."""
-    if value is None:
-        if not column.nullable:
-            raise TypeError(f"{where}: null is not allowed")
-        return None
-    if column.kind == "text":
-        if not isinstance(value, str):
-            raise TypeError(f"{where}: expected a string, got {type(value).__name__}")
-        return value
-    if column.kind == "bool":
-        return 1 if value else 0
-    if column.kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{where}: expected an integer, got {type(value).__name__}")
-        number = int(value)
-        if not -(2**63) <= number < 2**63:
-            raise TypeError(f"{where}: integer {number} is outside SQLite's 64-bit range")
-        return number
-    if column.kind == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{where}: expected a number, got {type(value).__name__}")
-        return float(value)
-    return _encode_environment(value)
-
-
-def decode_value(column: Column, value: object) -> object:
-    if value is None:
-        return None
-    if column.kind == "bool":
-        return bool(value)
-    if column.kind == "float":
-        return float(value)  # type: ignore[arg-type]
-    if column.kind == "environment":
-        return _decode_environment(value)
-    return value
-
-
-class RecordCodec(Generic[R]):
-    """Row <-> record for one table. `extra` columns (e.g. a sequence number or a derived
-    schedule column) live in the table but not in the record."""
-
-    def __init__(
-        self, cls: type[R], table: str, *, key: tuple[str, ...], fixed: tuple[str, ...] = ()
-    ) -> None:
-        self.cls = cls
-        self.table = table
-        self.key = key
-        self.fixed = frozenset(key) | frozenset(fixed)  # fields `changes` may not touch
-        self.columns = _columns(cls)
-        self.by_name = {column.name: column for column in self.columns}
-        self.names = tuple(column.name for column in self.columns)
-        self.select_list = ", ".join(_quote(name) for name in self.names)
-        self.insert_sql = (
-            f"INSERT INTO {table} ({self.select_list}) "
-            f"VALUES ({', '.join('?' for _ in self.names)})"
-        )
-
-    def encode(self, record: R) -> tuple[object, ...]:
-        if not isinstance(record, self.cls):
-            raise TypeError(f"expected a {self.cls.__name__}, got {type(record).__name__}")
-        return tuple(
-            encode_value(column, getattr(record, column.name), f"{self.table}.{column.name}")
-            for column in self.columns
-        )
-
-    def decode(self, row: Sequence[object]) -> R:
-        values = {
-            column.name: decode_value(column, value)
-            for column, value in zip(self.columns, row, strict=True)
-        }
-        return self.cls(**values)
-
-    def encode_changes(self, changes: Mapping[str, object]) -> list[tuple[str, object]]:
-        """A `changes` mapping -> [(column, value)]; key and fixed columns cannot change
-        (ValueError naming them, like the memory model)."""
-        unknown = sorted(name for name in changes if name not in self.by_name or name in self.fixed)
-        if unknown:
-            raise ValueError(f"{self.table} fields cannot be changed: {', '.join(unknown)}")
-        return [
-            (name, encode_value(self.by_name[name], value, f"{self.table}.{name}"))
-            for name, value in changes.items()
-        ]
-
-
-def _quote(name: str) -> str:
-    return f'"{name}"'
-
-
-TASKS: Final = RecordCodec(Task, "tasks", key=("id",))
-TODOS: Final = RecordCodec(Todo, "todos", key=("id",), fixed=("project_id",))
-AUTOMATIONS: Final = RecordCodec(Automation, "automations", key=("id",))
-PROJECTS: Final = RecordCodec(Project, "projects", key=("id",))
-COSTS: Final = RecordCodec(CostRow, "costs", key=())
-QUOTAS: Final = RecordCodec(Quota, "quotas", key=("user",))
-ATTEMPTS: Final = RecordCodec(Attempt, "task_attempts", key=("task_id", "attempt_no"))
-AUDIT: Final = RecordCodec(AuditRecord, "audit", key=())
-
-
-def quote(name: str) -> str:
-    """Quote a column name taken from a codec (never from user input)."""
-    return _quote(name)
+__all__ = [
+    "ATTEMPTS",
+    "AUDIT",
+    "AUTOMATIONS",
+    "COSTS",
+    "PROJECTS",
+    "QUOTAS",
+    "SQLITE",
+    "TABLES",
+    "TASKS",
+    "TODOS",
+    "quote",
+]

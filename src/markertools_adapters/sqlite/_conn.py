@@ -1,7 +1,9 @@
 # Owns: the one SQLite connection a store uses - how it is opened (autocommit mode, WAL,
-# busy timeout, the case-folding SQL function), and the two ways code may touch it:
-# `read` (one statement, its own implicit snapshot) and `write()` (BEGIN IMMEDIATE ...
-# COMMIT, rolled back on any exception).
+# busy timeout, the case-folding SQL function), and the ways code may touch it (the
+# shared code's `Database` protocol, markertools_adapters._sql): `read` / `read_one` /
+# `run` (one statement, its own implicit transaction), `snapshot()` (BEGIN ... COMMIT, a
+# read-only snapshot), `write()` (BEGIN IMMEDIATE ... COMMIT, rolled back on any
+# exception) and `update_one` (a compare-and-set UPDATE and its re-read, in `write()`).
 #
 # Must never: open a deferred transaction that reads and then writes (under WAL a
 # concurrent commit turns its write into SQLITE_BUSY, or worse, a write based on a stale
@@ -25,6 +27,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import sqlite_utils
+
+from markertools_adapters._sql import Statement
 
 DEFAULT_BUSY_TIMEOUT: Final[float] = 30.0  # seconds a writer waits for the write lock
 
@@ -74,7 +78,23 @@ class Connection:
             row: tuple[Any, ...] | None = self.conn.execute(sql, params).fetchone()
             return row
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN ... COMMIT around several reads: one snapshot (read-only use)."""
+        with self.lock:
+            conn = self.conn
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
     # ---- writes ------------------------------------------------------------------------
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """One statement in its own implicit transaction; returns its rowcount."""
+        with self.lock:
+            return self.conn.execute(sql, params).rowcount
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -95,6 +115,13 @@ class Connection:
                     conn.execute("ROLLBACK")
                 raise
 
-
-def placeholders(count: int) -> str:
-    return ", ".join("?" for _ in range(count))
+    def update_one(
+        self, update: Statement, reread: Statement, returning: str
+    ) -> tuple[Any, ...] | None:
+        """Rule 2: UPDATE + rowcount check + re-read under one BEGIN IMMEDIATE; None when
+        the UPDATE matched no row (`returning` is implied by `reread`)."""
+        with self.write() as conn:
+            if conn.execute(update.sql, update.params).rowcount != 1:
+                return None
+            row: tuple[Any, ...] | None = conn.execute(reread.sql, reread.params).fetchone()
+            return row

@@ -15,15 +15,27 @@
 #   Rule 3: every table is STRICT; float columns are `ANY` with a typeof check (exact
 #           round-trip, see _codec Rule 1); booleans are INTEGER with a 0/1 check.
 #   Rule 4: every lookup a port does has an index (checked by EXPLAIN QUERY PLAN tests).
+#   Rule 5: the steps are the PostgreSQL schema's steps (same tables, columns, indexes;
+#           tests/test_postgres_schema.py compares them); running a step and recording
+#           it is the shared markertools_adapters._sql.apply_migration.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
 from typing import Final
 
 import sqlite_utils
 
+from markertools_adapters._sql import (
+    ACTIVE_NAME_INDEX,
+    DUE_INDEX,
+    LOOKUP_INDEXES,
+    Step,
+    active_name_clashes,
+    apply_migration,
+    refresh_all_next_run_at,
+)
 from markertools_adapters.permissions import PERMISSION_TABLES, ensure_permission_tables
+from markertools_adapters.sqlite._codec import SQLITE, TABLES
 
 
 class SchemaError(Exception):
@@ -166,21 +178,11 @@ _STEP1: Final[tuple[str, ...]] = (
 # ---- step 2: lookup indexes and the derived schedule column -------------------------
 
 _STEP2: Final[tuple[str, ...]] = (
-    # task-list (TLS-2): newest first within a project, and per-status counts
-    "CREATE INDEX tasks_project_created ON tasks (project_id, created_at DESC, id DESC)",
-    "CREATE INDEX tasks_project_status ON tasks (project_id, status, created_at DESC, id DESC)",
-    # LIN-3 direct children
-    "CREATE INDEX tasks_parent ON tasks (parent_task_id)",
-    # QUO-2 unpriced tokens of a creator's tasks
-    "CREATE INDEX tasks_creator ON tasks (created_by)",
-    "CREATE INDEX todos_project_status ON todos (project_id, status)",
-    "CREATE INDEX automations_project_status_name ON automations (project_id, status, name)",
-    "CREATE INDEX costs_task ON costs (task_id)",
-    "CREATE INDEX followups_task ON followups (task_id)",
+    *LOOKUP_INDEXES,
     # SCH-5: `next_run_at` is derived from the row by the pure schedule
     # (markertools._schedule.next_run_at) whenever the row is written; NULL = never due.
     f"ALTER TABLE automations ADD COLUMN {_real('next_run_at', null=True)}",
-    "CREATE INDEX automations_due ON automations (status, next_run_at)",
+    DUE_INDEX,
 )
 
 
@@ -190,17 +192,26 @@ def _permission_tables(conn: sqlite3.Connection) -> None:
 
 
 def _fill_next_run_at(conn: sqlite3.Connection) -> None:
-    from markertools_adapters.sqlite._automations import refresh_all_next_run_at
-
-    refresh_all_next_run_at(conn)
+    refresh_all_next_run_at(conn, TABLES)
 
 
-Step = Sequence[str] | Callable[[sqlite3.Connection], None]
+# ---- step 3: AUT-3, one active automation per (project, name) -----------------------
+
+
+def _refuse_active_name_clashes(conn: sqlite3.Connection) -> None:
+    """Existing duplicates stop the migration with a SchemaError (never renamed here)."""
+    problem = active_name_clashes(conn, TABLES)
+    if problem is not None:
+        raise SchemaError(problem)
+
+
+_STEP3: Final[tuple[str, ...]] = (ACTIVE_NAME_INDEX,)
 
 # Each migration is a list of steps (SQL text or a callable run on the connection).
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1, _permission_tables),
     (_STEP2, _fill_next_run_at),
+    (_refuse_active_name_clashes, _STEP3),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 
@@ -257,19 +268,8 @@ def migrate(conn: sqlite3.Connection, *, target: int = LATEST_VERSION) -> int:
                         "not a markertools database: it has tables "
                         f"({', '.join(sorted(others)[:5])}) but no schema_version"
                     )
-                conn.execute(
-                    "CREATE TABLE schema_version ("
-                    "id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL) STRICT"
-                )
-                conn.execute("INSERT INTO schema_version (id, version) VALUES (1, 0)")
-            for step in MIGRATIONS[current]:
-                if callable(step):
-                    step(conn)
-                else:
-                    for statement in step:
-                        conn.execute(statement)
+            apply_migration(conn, SQLITE, MIGRATIONS[current], current + 1)
             current += 1
-            conn.execute("UPDATE schema_version SET version = ? WHERE id = 1", (current,))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

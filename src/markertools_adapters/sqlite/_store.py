@@ -1,7 +1,9 @@
 # Owns: `SqliteStore`, the embedded default storage adapter: one object implementing every
 # storage port of markertools._ports (TaskStore, TodoStore, AutomationStore,
 # ProjectLookup, CostLookup, AttemptLedger, AuditLog, FollowupQueue), the table-backed
-# PermissionLookup and WorldStore, assembled from per-area mixins over one Connection.
+# PermissionLookup and WorldStore, assembled from per-area mixins over one Connection:
+# this package's (tasks, todos) and the ones shared with the PostgreSQL adapter
+# (markertools_adapters._sql: automations, small ports, world load / export).
 #
 # Must never: be used before its schema is migrated (the constructor migrates or
 # refuses); hold a transaction open between method calls.
@@ -11,23 +13,28 @@
 #           refused (SchemaTooNew) and the connection closed.
 #   Rule 2: every method is safe to call from several threads (one lock per connection)
 #           and from several processes on one file (WAL + BEGIN IMMEDIATE writes).
+#   Rule 3: has_permission(None, ...) is False (a task without creator has no grants); the
+#           grants are the table-backed lookup's rows (SqlitePermissions) in this file.
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from markertools_adapters.sqlite._automations import AutomationMixin
+from markertools_adapters._sql import AutomationMixin, RecordsMixin, WorldMixin
+from markertools_adapters.permissions import SqlitePermissions
+from markertools_adapters.sqlite._codec import TABLES
 from markertools_adapters.sqlite._conn import DEFAULT_BUSY_TIMEOUT, Connection
-from markertools_adapters.sqlite._records import RecordsMixin
 from markertools_adapters.sqlite._schema import LATEST_VERSION, migrate, read_version
 from markertools_adapters.sqlite._tasks import TaskMixin
 from markertools_adapters.sqlite._todos import TodoMixin
-from markertools_adapters.sqlite._worldio import WorldMixin
 
 
 class SqliteStore(TaskMixin, TodoMixin, AutomationMixin, RecordsMixin, WorldMixin):
     """Every storage port on one SQLite database file (or ":memory:")."""
+
+    _db: Connection
+    _tables = TABLES
 
     def __init__(
         self,
@@ -42,6 +49,12 @@ class SqliteStore(TaskMixin, TodoMixin, AutomationMixin, RecordsMixin, WorldMixi
         except BaseException:
             self._db.close()
             raise
+
+    def has_permission(self, user: str | None, project_id: str, permission: str) -> bool:
+        """Direct grants or a role's grants on the project (markertools_adapters.permissions
+        tables, in this database); a null user holds nothing."""
+        with self._db.lock:
+            return SqlitePermissions(self._db.db).has_permission(user, project_id, permission)
 
     @property
     def path(self) -> str:

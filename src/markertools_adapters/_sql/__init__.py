@@ -1,0 +1,53 @@
+# Owns: the dialect-neutral half of the two SQL storage adapters (markertools_adapters.
+# sqlite and markertools_adapters.postgres): record <-> row codecs driven by one table of
+# record types, the row operations and compare-and-set updates, the small ports, the
+# AutomationStore, world load / export and the migration runner. Each adapter package
+# keeps only what is genuinely its engine's: its `Dialect` (placeholders, types, text
+# escaping), connection and transactions, schema DDL, listings and lineage queries,
+# the permission lookup and (PostgreSQL) LISTEN/NOTIFY.
+#
+# Must never: import sqlite3, sqlite_utils or psycopg (a difference between the engines
+# is a `Dialect` field, or it stays in the adapter).
+"""Shared SQL building blocks of the SQLite and PostgreSQL storage adapters."""
+
+from __future__ import annotations
+
+from markertools_adapters._sql._automations import (
+    AutomationMixin,
+    active_name_clashes,
+    refresh_all_next_run_at,
+    stored_next_run_at,
+)
+from markertools_adapters._sql._codec import RecordCodec, Tables, quote, text_value
+from markertools_adapters._sql._ddl import ACTIVE_NAME_INDEX, DUE_INDEX, LOOKUP_INDEXES
+from markertools_adapters._sql._dialect import Database, Dialect, Executor, Statement
+from markertools_adapters._sql._migrate import Step, apply_migration
+from markertools_adapters._sql._records import RecordsMixin
+from markertools_adapters._sql._rows import TaskRows, TodoRows, compare_and_set
+from markertools_adapters._sql._world import WORLD_TABLES, WorldMixin
+
+__all__ = [
+    "ACTIVE_NAME_INDEX",
+    "DUE_INDEX",
+    "LOOKUP_INDEXES",
+    "WORLD_TABLES",
+    "AutomationMixin",
+    "Database",
+    "Dialect",
+    "Executor",
+    "RecordCodec",
+    "RecordsMixin",
+    "Statement",
+    "Step",
+    "Tables",
+    "TaskRows",
+    "TodoRows",
+    "WorldMixin",
+    "active_name_clashes",
+    "apply_migration",
+    "compare_and_set",
+    "quote",
+    "refresh_all_next_run_at",
+    "stored_next_run_at",
+    "text_value",
+]
