@@ -4,18 +4,27 @@ parse (`MarkdownIt("commonmark").parse(text)`). Not a test: it prints, never ass
 
     .venv/bin/python bench/bench_parse.py           # full run (10 KB .. 10 MB)
     .venv/bin/python bench/bench_parse.py --quick   # smaller sizes, fewer repeats
+    .venv/bin/python bench/bench_parse.py --baseline /tmp/old/src
+        # also time another copy of the package (e.g. a `git worktree` of an older
+        # commit) on the same texts in the same run, and print the speed-up
 
 Targets (issue 2): text without markers <= 1.5x count; typical transcripts with
-markers <= 5x count (>= 25x faster than markdown-it) while agreeing with it exactly;
-adversarial inputs linear (time(10n)/time(n) <= 12); `import markertools` cost.
+markers <= 5x count and >= 25x faster than markdown-it, agreeing with it exactly;
+adversarial inputs linear (time(10n)/time(n) <= 12); `import markertools` cheap, and
+`parse_turn` loading neither delivery nor markdown-it-py. The run ends with a summary
+table stating MET / MISSED per target with the measured figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import json
+import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -110,12 +119,26 @@ def adversarial(kind: str, n: int) -> str:
     raise ValueError(kind)
 
 
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
+def best(fn: Callable[[], object], repeat: int, sample: float = 0.005) -> float:
+    """Best time of one call: `repeat` samples of enough calls to last >= `sample` s
+    each (short calls are timed in loops, so timer resolution and noise stay small; the
+    garbage left by earlier cases is collected first, so it is not billed to this one)."""
+    gc.collect()
+    number = 1
+    while True:
         start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= sample or number >= 100_000:
+            break
+        number = min(100_000, max(number * 2, int(number * sample / max(elapsed, 1e-7))))
+    times = [elapsed / number]
+    for _ in range(repeat - 1):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - start) / number)
     return min(times)
 
 
@@ -130,49 +153,136 @@ def agree(text: str) -> bool:
     return extract_blocks(text) == extract_blocks(text, full=True)
 
 
-def import_cost(repeat: int) -> tuple[float, float]:
-    def run(code: str) -> float:
-        return best(lambda: subprocess.run([sys.executable, "-c", code], check=True), repeat)
+def kb(n: int) -> str:
+    return f"{n // 1_000_000} MB" if n >= 1_000_000 else f"{n // 1_000} KB"
 
-    return run("pass"), run("import markertools")
+
+ADVERSARIAL = (
+    "unclosed openers",
+    "unclosed openers in lists",
+    "quoted openers",
+    "long line",
+    "backtick runs",
+    "indented openers",
+)
+
+
+def time_parse_turn(sizes: list[int], repeat: int) -> dict[str, float]:
+    """parse_turn time per transcript (used for a --baseline copy, in a child process)."""
+    out: dict[str, float] = {}
+    for size in sizes:
+        for markers in (0, 5, 20):
+            text = transcript(size, markers, seed=size + markers)
+            out[f"{size}/{markers}"] = best(lambda t=text: parse_turn(t), repeat)
+    return out
+
+
+def baseline_times(path: str, sizes: list[int], repeat: int) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": path + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import bench_parse as b\n"
+        "import markertools; assert markertools.__file__.startswith(sys.argv[2]), markertools.__file__\n"
+        "print(json.dumps(b.time_parse_turn(json.loads(sys.argv[3]), int(sys.argv[4]))))"
+    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    args = [sys.executable, "-c", code, here, os.path.abspath(path), json.dumps(sizes), str(repeat)]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def import_costs(repeat: int, cached: bool) -> dict[str, float]:
+    """Best wall time of a fresh interpreter running each snippet. `cached`: with a warm
+    bytecode cache (in a temporary PYTHONPYCACHEPREFIX), as an installed package runs;
+    else with PYTHONDONTWRITEBYTECODE, compiling every module each time."""
+    snippets = {
+        "bare": "pass",
+        "import": "import markertools",
+        "parse_turn": "import markertools; markertools.parse_turn('x')",
+        "everything": "import markertools as m; [getattr(m, n) for n in m.__all__]",
+    }
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as prefix:
+        if cached:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = prefix
+        else:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        for code in snippets.values():  # warm the cache (and the disk)
+            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        times = {k: 1e9 for k in snippets}
+        for _ in range(repeat):  # interleaved, so a busy moment hurts every snippet alike
+            for key, code in snippets.items():
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-c", code], env=env, check=True)
+                times[key] = min(times[key], time.perf_counter() - start)
+    return times
+
+
+def parse_turn_modules() -> tuple[bool, bool]:
+    """(delivery loaded?, markdown-it loaded?) after `import markertools` and
+    `parse_turn` on a typical transcript with markers (a failed probe counts as loaded)."""
+    code = (
+        "import sys, bench_parse as b, markertools\n"
+        "markertools.parse_turn(b.transcript(100_000, 20, seed=1))\n"
+        "print(int(any(m.startswith('markertools._deliver') for m in sys.modules)),"
+        " int('markdown_it' in sys.modules))"
+    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": here + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    words = out.stdout.split()
+    if out.returncode != 0 or len(words) != 2:
+        return True, True
+    return words[0] == "1", words[1] == "1"
+
+
+def verdict(ok: bool) -> str:
+    return "MET" if ok else "MISSED"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    ap.add_argument("--baseline", metavar="SRC", help="directory holding another markertools")
     args = ap.parse_args()
-    repeat = 3 if args.quick else 5
+    repeat = 3 if args.quick else 7
     sizes = [10_000, 100_000, 1_000_000] if args.quick else [10_000, 100_000, 1_000_000, 10_000_000]
     md_parse = markdown_it_parse()
+    base = baseline_times(args.baseline, sizes, repeat) if args.baseline else {}
 
     print("== transcripts: parse_turn time / text.count('```') time ==")
+    extra = f" {'baseline':>10} {'speedup':>7}" if base else ""
     print(
-        f"{'size':>10} {'markers':>7} {'count':>9} {'parse_turn':>11} {'ratio':>6} {'md-it':>10} {'md/parse':>8} agree"
+        f"{'size':>10} {'markers':>7} {'count':>9} {'parse_turn':>11} {'ratio':>6} "
+        f"{'md-it':>10} {'md/parse':>8} agree{extra}"
     )
+    rows: list[tuple[int, int, float, float, bool]] = []  # size, markers, ratio, md/ours, agree
     for size in sizes:
         for markers in (0, 5, 20):
             text = transcript(size, markers, seed=size + markers)
-            base = best(lambda t=text: t.count("```"), repeat * 3)
+            count = best(lambda t=text: t.count("```"), repeat * 3)
             ours = best(lambda t=text: parse_turn(t), repeat)
             md_time = best(lambda t=text: md_parse(t), 1 if size >= 1_000_000 else repeat)
-            print(
-                f"{len(text):>10} {markers:>7} {base * 1e3:>7.3f}ms {ours * 1e3:>9.3f}ms "
-                f"{ours / base:>5.1f}x {md_time * 1e3:>8.1f}ms {md_time / ours:>7.0f}x {agree(text)}"
+            ok = agree(text)
+            rows.append((size, markers, ours / count, md_time / ours, ok))
+            line = (
+                f"{len(text):>10} {markers:>7} {count * 1e3:>7.3f}ms {ours * 1e3:>9.3f}ms "
+                f"{ours / count:>5.1f}x {md_time * 1e3:>8.1f}ms {md_time / ours:>7.0f}x {ok!s:>5}"
             )
+            old = base.get(f"{size}/{markers}")
+            if old is not None:
+                line += f" {old * 1e3:>8.3f}ms {old / ours:>6.1f}x"
+            print(line)
 
     print("\n== adversarial: time(10n) / time(n) (linear <= 12) ==")
     base_n = 10_000 if args.quick else 20_000
-    for kind in (
-        "unclosed openers",
-        "unclosed openers in lists",
-        "quoted openers",
-        "long line",
-        "backtick runs",
-        "indented openers",
-    ):
+    linear: list[tuple[str, float]] = []
+    for kind in ADVERSARIAL:
         small, large = adversarial(kind, base_n), adversarial(kind, base_n * 10)
         t_small = best(lambda t=small: parse_turn(t), repeat)
         t_large = best(lambda t=large: parse_turn(t), max(1, repeat // 2))
+        linear.append((kind, t_large / t_small))
         print(
             f"{kind:>26}: n={len(small):>9} {t_small * 1e3:8.1f}ms  10n={len(large):>9} "
             f"{t_large * 1e3:9.1f}ms  ratio {t_large / t_small:5.1f}"
@@ -181,10 +291,65 @@ def main() -> None:
     t_big = best(lambda: parse_turn(big), 1)
     print(f"100k unclosed openers ({len(big) / 1e6:.1f} MB): {t_big * 1e3:.0f}ms")
 
-    bare, imported = import_cost(repeat)
+    costs = import_costs(repeat + 3, cached=True)
+    raw = import_costs(repeat + 3, cached=False)
+
+    def over(times: dict[str, float], key: str) -> str:
+        return f"+{max(times[key] - times['bare'], 0.0) * 1e3:.0f}ms"
+
+    print(f"\n== import, fresh interpreter, best of {repeat + 3} (over a bare interpreter) ==")
+    for label, times in (("bytecode cached (installed)", costs), ("no bytecode cache", raw)):
+        print(
+            f"  {label:<28} import markertools {over(times, 'import'):>6}; + parse_turn "
+            f"{over(times, 'parse_turn'):>6}; every public name {over(times, 'everything'):>6}"
+        )
+    delivery, markdown = parse_turn_modules()
+
+    print("\n== summary: issue 2 targets ==")
+    table: list[tuple[str, str, bool]] = []
+    for size in sizes:
+        quiet = [r for r in rows if r[0] == size and r[1] == 0]
+        table.append(
+            (f"no markers <= 1.5x count @ {kb(size)}", f"{quiet[0][2]:.1f}x", quiet[0][2] <= 1.5)
+        )
+    for size in sizes:
+        marked = [r for r in rows if r[0] == size and r[1] > 0]
+        figures = " / ".join(f"{r[2]:.1f}x" for r in marked)
+        worst = max(r[2] for r in marked)
+        table.append((f"markers <= 5x count @ {kb(size)} (5 / 20)", figures, worst <= 5))
+    for size in sizes:
+        marked = [r for r in rows if r[0] == size and r[1] > 0]
+        figures = " / ".join(f"{r[3]:.0f}x" for r in marked)
+        worst = min(r[3] for r in marked)
+        table.append(
+            (f">= 25x faster than markdown-it @ {kb(size)} (5 / 20)", figures, worst >= 25)
+        )
+    disagree = [f"{kb(r[0])}/{r[1]}" for r in rows if not r[4]]
+    table.append(
+        ("agrees with markdown-it (every transcript)", ", ".join(disagree) or "all", not disagree)
+    )
+    worst_kind, worst_ratio = max(linear, key=lambda item: item[1])
+    table.append(
+        (
+            "adversarial linear: 10n/n <= 12",
+            f"max {worst_ratio:.1f} ({worst_kind})",
+            worst_ratio <= 12,
+        )
+    )
+    table.append(
+        (
+            "parse_turn loads no delivery, no markdown-it",
+            f"delivery {'loaded' if delivery else 'not loaded'}, "
+            f"markdown-it {'loaded' if markdown else 'not loaded'}",
+            not delivery and not markdown,
+        )
+    )
+    width = max(len(t[0]) for t in table)
+    for name, figure, ok in table:
+        print(f"  {name:<{width}}  {figure:<28} {verdict(ok)}")
     print(
-        f"\n== import markertools: {imported * 1e3:.0f}ms vs bare interpreter "
-        f"{bare * 1e3:.0f}ms (+{(imported - bare) * 1e3:.0f}ms) =="
+        f"  {'import markertools (no target figure)':<{width}}  "
+        f"{over(costs, 'import')}; with parse_turn {over(costs, 'parse_turn')} (bytecode cached)"
     )
 
 

@@ -264,6 +264,30 @@ def test_prefilter_never_misses_a_candidate(text: str) -> None:
         assert may_have_candidates(norm)
 
 
+@pytest.mark.rule("EXT-6")
+@settings(max_examples=100)
+@given(st.lists(markdownish(max_lines=8), min_size=1, max_size=6), st.integers(1, 64))
+def test_prefilter_windows_never_split_a_candidate(parts: list[str], window: int) -> None:
+    """The prefilter scans growing windows ending at line breaks; with tiny windows (so
+    every window edge is exercised) it answers as a whole-text scan does."""
+    import markertools._extract_scan as scan
+
+    norm = normalize_text("\n".join(parts))
+    saved = scan._FIRST_WINDOW
+    try:
+        scan._FIRST_WINDOW = window  # type: ignore[misc]
+        scan._ordinary_tails.clear()
+        windowed = may_have_candidates(norm)
+        scan._FIRST_WINDOW = 10**9  # type: ignore[misc]
+        scan._ordinary_tails.clear()
+        whole = may_have_candidates(norm)
+    finally:
+        scan._FIRST_WINDOW = saved  # type: ignore[misc]
+    assert windowed == whole
+    if any(f[10] for f in fence_lines(norm)):
+        assert windowed
+
+
 # ---- agreement: fast path == full path == markdown-it-py's fence tokens --------------
 
 

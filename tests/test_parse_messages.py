@@ -16,7 +16,8 @@ from markertools._messages_parse import MESSAGES
 SRC = Path(__file__).resolve().parent.parent / "src" / "markertools"
 PARSE_MODULES = [
     "_kindspec.py", "_kinds.py", "_jsonstrict.py", "_validate.py", "_timeparse.py", "_parse.py",
-    "_extract.py", "_guide.py", "_schema.py", "_nearmiss.py",
+    "_extract.py", "_guide.py", "_schema.py", "_nearmiss.py", "_extract_list.py",
+    "_validate_fast.py", "_extract_scan.py", "_extract_md.py",
 ]  # fmt: skip
 SAME_IN_BOTH = {"parse.type.null", "parse.got.value", "parse.guide.heading"}
 

@@ -14,16 +14,19 @@
 #      most 3 spaces, or is unclosed at the end of the text (EXT-3).
 #   3. A candidate whose container prefix holds ">" is quoted (a ">" always opens a
 #      block quote; a fence is never a lazy line) or no fence at all: no block.
-#   4. Everything else that could change that picture becomes a "zone" parsed by
-#      markdown-it: a candidate not at column 0 (in a list, indented), a fence
-#      indented 1-3 spaces that might be a top-level opener (unless it provably closes
-#      the same way whether or not it sits in a list item), a line that may open an
-#      HTML block, a container prefix deep enough to reach markdown-it's nesting limit.
-#      A zone starts at a "cut" where no container or leaf block is open (start of
-#      text, after a top-level fence, or a non-blank column-0 line after an empty
-#      line) and ends at the next cut; it is extended while markdown-it shows a
+#   4. Everything else that could change that picture is decided from a "cut" where
+#      no container or leaf block is open (start of text, after a top-level fence, or
+#      a non-blank column-0 line after an empty line): a candidate not at column 0 (in
+#      a list, indented), a fence indented 1-3 spaces that might be a top-level opener
+#      (unless it provably closes the same way whether or not it sits in a list item),
+#      a line that may open an HTML block, a container prefix deep enough to reach
+#      markdown-it's nesting limit. First by hand when the lines from the cut are
+#      simple list items (`_extract_list.ListWalk`: exact for those shapes, resumable,
+#      and it stops before any line it cannot decide); else as a "zone" parsed by
+#      markdown-it, which ends at the next cut, is extended while markdown-it shows a
 #      top-level fence or HTML block running into its end, and runs to the end of the
-#      text if the nesting limit was approached.
+#      text if the nesting limit was approached. A zone or a new walk redoes the blocks
+#      an earlier walk decided after its start (`_drop_from`).
 #   The full path (`full=True`) is one zone covering the whole text.
 #
 # Must never: raise on any `str`, take more than linear time, import markdown_it at
@@ -47,7 +50,7 @@ from markertools._extract_scan import (
     CH,
     COL0,
     CONT,
-    FS,
+    GAP_LINE,
     IND,
     LE,
     LS,
@@ -134,9 +137,12 @@ def extract_fast(text: str) -> tuple[RawBlock, ...]:
     if not may_have_candidates(text):
         return ()
     lines = fence_lines(text)
-    if not any(f[CAND] for f in lines):
+    last_cand = len(lines) - 1  # the scanner stops after the last candidate
+    while last_cand >= 0 and not lines[last_cand][CAND]:
+        last_cand -= 1
+    if last_cand < 0:
         return ()
-    return tuple(_Scanner(text, lines).run())
+    return tuple(_Scanner(text, lines).run(last_cand))
 
 
 class _Scanner:
@@ -154,25 +160,24 @@ class _Scanner:
         self._zone_end = 0
         self._walk: ListWalk | None = None  # the live hand parse of simple list items
 
-    def run(self) -> list[RawBlock]:
+    def run(self, last_cand: int) -> list[RawBlock]:
+        """Decide every fence line up to index `last_cand` (the last candidate)."""
         fl = self.fl
         text = self.text
+        n = self.n
         count = len(fl)
-        last_cand = max(i for i, f in enumerate(fl) if f[CAND])
-        # (char, run) of lines that can close a top-level fence, else None
+        gap_line = GAP_LINE.search  # the C pre-check of `gap_risk` (its first search)
         scan_from = 0
         k = 0
         while k <= last_cand:
             f = fl[k]
-            ls = f[LS]
-            if scan_from < ls:
+            ls, fs, _, le, ch, run, pkind, _, valid, _, cand = f
+            if scan_from < ls and (scan_from == 0 or gap_line(text, scan_from - 1, ls)):
                 risk = gap_risk(text, scan_from, ls)
                 if risk >= 0:
                     k, scan_from = self.decide(risk)
                     continue
-            pkind = f[PK]
-            if pkind == COL0 and f[VALID]:
-                ch, run = f[CH], f[RUN]
+            if pkind == COL0 and valid:
                 j = k + 1
                 while j < count:
                     g = fl[j]
@@ -180,29 +185,29 @@ class _Scanner:
                         break
                     j += 1
                 closer = fl[j] if j < count else None
-                if f[CAND]:
+                if cand:
                     self._record_col0(f, closer)
                 if closer is None:
                     break
-                self.last_cut = scan_from = min(closer[LE] + 1, self.n)
+                self.last_cut = scan_from = min(closer[LE] + 1, n)
                 k = j + 1
-            elif f[CAND]:
-                if pkind == CONT and ">" in text[ls : f[FS]] and not is_deep_prefix(text, ls):
+            elif cand:
+                if pkind == CONT and ">" in text[ls:fs] and not is_deep_prefix(text, ls):
                     # Quoted (or not a fence at all): a ">" in a container prefix opens a
                     # block quote, never lazily; its fence ends with the quote. No block.
-                    scan_from = min(f[LE] + 1, self.n)
+                    scan_from = min(le + 1, n)
                     k += 1
                     continue
                 k, scan_from = self.decide(ls)
-            elif pkind == IND and f[VALID]:
+            elif pkind == IND and valid:
                 j = self._accept_indented(k)
                 if j < 0:
                     k, scan_from = self.decide(ls)
                 else:
-                    scan_from = min(fl[j][LE] + 1, self.n)
+                    scan_from = min(fl[j][LE] + 1, n)
                     k = j + 1
             else:
-                scan_from = min(f[LE] + 1, self.n)
+                scan_from = min(le + 1, n)
                 k += 1
         return self.out
 

@@ -22,7 +22,8 @@
 # Invariants:
 #   Rule 1: `advance` returns either None (the walk is dead) or the blocks of every
 #           fence opened in the walked lines, and it stops only between units (a line,
-#           or a whole fence), so the scanner may resume at `pos`.
+#           or a whole fence) and before any line it cannot decide, so the scanner may
+#           resume at `pos` (its rules hold in any list context).
 #   Rule 2: a line at column 0 is an item line or the walk dies: no lazy continuation,
 #           no top-level paragraph, no quote, no HTML block is ever assumed.
 from __future__ import annotations
@@ -62,12 +63,14 @@ class ListWalk:
         self.c = 0  # content offset of the open item; 0 before the first item line
 
     def advance(self, trigger: int) -> list[Found] | None:
-        """Walk units until the one holding the line at `trigger` is done (Rule 1)."""
+        """Walk units past the one holding the line at `trigger`, then on while the
+        lines keep the simple shapes; stop before the first line that does not (Rule 1).
+        None when such a line comes at or before `trigger` (the walk is then dead)."""
         text, n = self.text, self.n
         pos, c = self.pos, self.c
         found: list[Found] = []
         lead, plain = _LEAD.match, _PLAIN.match
-        while pos <= trigger and pos < n:
+        while pos < n:
             le = text.find("\n", pos)
             if le < 0:
                 le = n
@@ -80,23 +83,28 @@ class ListWalk:
             if k == 0:  # Rule 2
                 item = _ITEM.match(text, pos, le)
                 if item is None:
-                    return None
+                    break
                 p = item.end()
-                c = p - pos
+                c_here = p - pos
             elif c == 0 or k < c or "\t" in text[pos:p]:
-                return None
+                break
             elif k >= c + 4:
                 pos = le + 1
                 continue
+            else:
+                c_here = c
             ch = text[p]
             if (ch == "`" or ch == "~") and text.startswith(ch * 3, p):
-                pos = self._fence(pos, p, le, c, found)
-                if pos < 0:
-                    return None
+                end = self._fence(pos, p, le, c_here, found)
+                if end < 0:
+                    break
             elif plain(text, p, le) is not None:
-                pos = le + 1
+                end = le + 1
             else:
-                return None
+                break
+            pos, c = end, c_here
+        if pos <= trigger and pos < n:
+            return None
         self.pos, self.c = min(pos, n), c
         return found
 

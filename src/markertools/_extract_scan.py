@@ -50,6 +50,7 @@ _DEEP = rf"[ \t>*+\-.)0-9]*\t|[ >*+\-.)0-9]{{{DEEP_COLUMNS}}}"
 # the lookahead is a cheap guard: most lines start with a character none of these can
 _GAP_RISK = re.compile(rf"\n(?=[ \t<>*+\-.)0-9])(?: {{0,3}}<|{_DEEP})")
 _GAP_RISK_FIRST = re.compile(rf" {{0,3}}<|{_DEEP}")
+GAP_LINE: Final = _GAP_RISK  # for callers that pre-check a gap in C before `gap_risk`
 _DEEP_LINE = re.compile(rf"\n(?=[ \t>*+\-.)0-9])(?:{_DEEP})")
 _VIOLATING = {w: re.compile(rf"\n(?! {{{w}}}|[ \t]*(?:\n|\Z))") for w in (1, 2, 3)}
 _BLANK_CUT = re.compile(r"\n[ \t]*\n(?=[^ \t\n])")
@@ -69,6 +70,7 @@ _MAYBE_CAND = {
 _LINE_TAIL = {"`": re.compile(r"```[^\n]*"), "~": re.compile(r"~~~[^\n]*")}
 _ordinary_tails: set[str] = set()
 _TAILS_LIMIT: Final[int] = 4096
+_FIRST_WINDOW: Final[int] = 16_384
 
 
 def _tail_info(tail: str, ch: str) -> str | None:
@@ -80,18 +82,27 @@ def _tail_info(tail: str, ch: str) -> str | None:
 
 
 def may_have_candidates(text: str) -> bool:
-    """False only when no fence run in `text` is followed by a kind-like info string."""
-    for ch, pattern in _MAYBE_CAND.items():
-        tails = set(pattern.findall(text))
-        tails.difference_update(_ordinary_tails)
-        for tail in tails:
-            info = _tail_info(tail, ch)
-            if info and classify(info.replace("\0", "\ufffd")) != ORDINARY:
-                return True
-            if len(_ordinary_tails) >= _TAILS_LIMIT:
-                _ordinary_tails.clear()
-            if len(tail) <= 80:
-                _ordinary_tails.add(tail)
+    """False only when no fence run in `text` is followed by a kind-like info string.
+    Scans windows that grow 4x, ending at line breaks (a tail never spans a line), so a
+    text with markers usually pays for only a prefix of the scan."""
+    n = len(text)
+    start, size = 0, _FIRST_WINDOW
+    while start < n:
+        end = text.find("\n", start + size)
+        if end < 0:
+            end = n
+        for ch, pattern in _MAYBE_CAND.items():
+            tails = set(pattern.findall(text, start, end))
+            tails.difference_update(_ordinary_tails)
+            for tail in tails:
+                info = _tail_info(tail, ch)
+                if info and classify(info.replace("\0", "\ufffd")) != ORDINARY:
+                    return True
+                if len(_ordinary_tails) >= _TAILS_LIMIT:
+                    _ordinary_tails.clear()
+                if len(tail) <= 80:
+                    _ordinary_tails.add(tail)
+        start, size = end, size * 4
     return False
 
 
@@ -123,11 +134,13 @@ def _collect(text: str, ch: str, out: list[FenceLine]) -> None:
     rfind = text.rfind
     prefix_ok = _PREFIX.fullmatch
     append = out.append
+    known = _tail_facts.get
     for match in _LINE_TAIL[ch].finditer(text):
-        fs, le = match.span()
+        fs = match.start()
         if fs == 0 or text[fs - 1] == "\n":
-            run, valid, blank, cand = _facts(match.group(), ch)
-            append((fs, fs, fs + run, le, ch, run, COL0, 0, valid, blank, cand))
+            tail = match.group()
+            run, valid, blank, cand = known(tail) or _facts(tail, ch)
+            append((fs, fs, fs + run, match.end(), ch, run, COL0, 0, valid, blank, cand))
             continue
         ls = rfind("\n", 0, fs) + 1
         width = fs - ls
@@ -137,10 +150,11 @@ def _collect(text: str, ch: str, out: list[FenceLine]) -> None:
             pkind = DEEP if not text[ls:fs].strip(" \t") else CONT
         else:
             continue
-        run, valid, blank, cand = _facts(match.group(), ch)
+        tail = match.group()
+        run, valid, blank, cand = known(tail) or _facts(tail, ch)
         if pkind >= DEEP and not cand:
             continue
-        append((ls, fs, fs + run, le, ch, run, pkind, width, valid, blank, cand))
+        append((ls, fs, fs + run, match.end(), ch, run, pkind, width, valid, blank, cand))
 
 
 def fence_lines(text: str) -> list[FenceLine]:
@@ -148,7 +162,7 @@ def fence_lines(text: str) -> list[FenceLine]:
     out: list[FenceLine] = []
     _collect(text, "`", out)
     tildes: list[FenceLine] = []
-    _collect(text, "~", tildes)
+    _collect(text, "~", tildes)  # (a regex pass is faster than `"~~~" in text` here)
     if tildes:
         out.extend(tildes)
         out.sort()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
@@ -82,6 +83,9 @@ _DECODER: Final = json.JSONDecoder(
     parse_float=_parse_float,
     parse_constant=_parse_constant,
 )
+# the C scanner behind `decode` (hooks included), called without decode's two frames
+_SCAN_ONCE: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_JSON_WS: Final = " \t\n\r"
 
 
 def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
@@ -133,10 +137,17 @@ def loads_object(body: str) -> dict[str, Any] | JsonRefusal:
     """The body as a JSON object, or the precise reason it is refused (never raises)."""
     if len(body) > MAX_BODY_CHARS:
         return JsonRefusal(msg("parse.json.too_long", length=len(body), max=MAX_BODY_CHARS))
-    if too_deep(body):  # a blank body is never too deep: the order of checks is kept
-        return JsonRefusal(msg("parse.json.too_deep", max=MAX_DEPTH))
+    if body.count("[") + body.count("{") > MAX_DEPTH and too_deep(body):
+        return JsonRefusal(msg("parse.json.too_deep", max=MAX_DEPTH))  # (never blank)
     try:
-        value = _DECODER.decode(body)
+        # `_DECODER.decode` without its two Python frames; on any error it runs to
+        # raise exactly the error json would
+        try:
+            value, end = _SCAN_ONCE(body, len(body) - len(body.lstrip(_JSON_WS)))
+        except StopIteration:
+            value, end = _DECODER.decode(body), len(body)
+        if end != len(body) and body[end:].strip(_JSON_WS):
+            _DECODER.decode(body)  # raises "Extra data"
     except _Refuse as refused:
         return JsonRefusal(refused.reason)
     except json.JSONDecodeError as exc:

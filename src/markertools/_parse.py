@@ -13,17 +13,11 @@
 from __future__ import annotations
 
 from markertools._extract import RawBlock, extract_blocks
-from markertools._kinds import EXEC_ORDER, KindSpec, kind_of
+from markertools._kinds import EXEC_ORDER, KIND_BY_NAME
 from markertools._msg import Msg, msg
+from markertools._params import Params
 from markertools._plan import BlockIssue, Command, TurnPlan
-from markertools._validate import Validated, validate_body
-
-
-def _validate(kind: KindSpec, block: RawBlock) -> Validated | Msg:
-    try:
-        return validate_body(kind, block.body)
-    except Exception as exc:  # Rule 1: a bug in one block's validation stays there
-        return msg("parse.internal_error", kind=kind.name, error=type(exc).__name__)
+from markertools._validate import validate_parts
 
 
 def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
@@ -32,7 +26,7 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
     commands: list[tuple[int, int, Command]] = []
     issues: list[BlockIssue] = []
     for position, block in enumerate(blocks):
-        kind = kind_of(block.kind) if block.kind is not None else None
+        kind = KIND_BY_NAME.get(block.kind) if block.kind is not None else None
         if kind is None:
             suggestion = block.suggestion or ""
             reason = msg("parse.unknown_kind", written=block.info, suggestion=suggestion)
@@ -53,11 +47,15 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
             reason = msg("parse.unclosed", written=block.info, line=block.line)
             issues.append(BlockIssue(kind.name, block.line, "skipped", reason))
             continue
-        result = _validate(kind, block)
+        try:
+            result: tuple[Params, tuple[Msg, ...]] | Msg = validate_parts(kind, block.body)
+        except Exception as exc:  # Rule 1: a bug in one block's validation stays there
+            result = msg("parse.internal_error", kind=kind.name, error=type(exc).__name__)
         if isinstance(result, Msg):
             issues.append(BlockIssue(kind.name, block.line, "skipped", result))
             continue
-        command = Command(kind.name, block.line, result.params, block.info, result.notes)
+        params, notes = result
+        command = Command(kind.name, block.line, params, block.info, notes)
         commands.append((EXEC_ORDER[kind.name], position, command))
     commands.sort(key=lambda item: (item[0], item[1]))
     return TurnPlan(tuple(c for _, _, c in commands), tuple(issues))
@@ -66,4 +64,8 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
 def parse_turn(text: str) -> TurnPlan:
     """TRN-2: the ordered, validated, clamped plan of one turn, with every skip, ignore
     and near miss and its reason. Pure; delivering the plan is separate."""
-    return plan_blocks(extract_blocks(text))
+    blocks = extract_blocks(text)
+    return plan_blocks(blocks) if blocks else _NO_BLOCKS
+
+
+_NO_BLOCKS: TurnPlan = TurnPlan()  # immutable, so one instance serves every turn

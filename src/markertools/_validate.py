@@ -25,6 +25,7 @@ from markertools._kindspec import MS_THRESHOLD, FieldSpec, KindSpec, default_of,
 from markertools._msg import Msg, msg
 from markertools._params import Params
 from markertools._timeparse import epoch_from_number, parse_iso
+from markertools._validate_fast import fast_params
 
 EPOCH_MIN: Final[float] = -62135596800.0  # 0001-01-01T00:00:00Z
 EPOCH_MAX: Final[float] = 253402300799.0  # 9999-12-31T23:59:59Z
@@ -277,25 +278,41 @@ _POST_RULES: Final[dict[str, Callable[[KindSpec, _Work, dict[str, str]], None]]]
 
 def validate_body(kind: KindSpec, body: str) -> Validated | Msg:
     """The params of one block of `kind`, or the reason it is skipped (never raises)."""
+    result = validate_parts(kind, body)
+    return result if isinstance(result, Msg) else Validated(*result)
+
+
+def validate_parts(kind: KindSpec, body: str) -> tuple[Params, tuple[Msg, ...]] | Msg:
+    """`validate_body` as (params, notes), without the wrapper (the planner's hot path)."""
     parsed = loads_object(body)
     if isinstance(parsed, JsonRefusal):
         return parsed.reason
+    params = fast_params(kind, parsed)  # the happy path: nothing to note or refuse
+    if params is not None:
+        return params, ()
     try:
-        return _validate_object(kind, parsed)
+        validated = _validate_object(kind, parsed)
     except _Skip as skip:
         return skip.reason
+    return validated.params, validated.notes
 
 
-@attrs.frozen
 class _Plan:
     """What `_validate_object` needs from one kind, derived once from the table (Rule 1
-    order kept): (field, name, single spelling?, default) per field, every accepted
-    spelling, and whether values must be filtered before building the params."""
+    order kept): (field, name, single spelling?, default, converter) per field, every
+    accepted spelling, and whether values must be filtered before building the params.
+    (A plain slotted class: attrs classes cost import time.)"""
 
-    fields: tuple[tuple[FieldSpec, str, bool, object, _Converter], ...]
-    known: frozenset[str]
-    params_fields: frozenset[str]
-    filter_args: bool
+    __slots__ = ("fields", "filter_args", "known", "params_fields")
+
+    def __init__(self, kind: KindSpec) -> None:
+        self.fields = tuple(
+            (f, f.name, not f.aliases, default_of(kind, f), _CONVERTERS.get(f.kind, _c_forbidden))
+            for f in kind.fields
+        )
+        self.known = frozenset(s for f in kind.fields for s in f.spellings)
+        self.params_fields = frozenset(f.name for f in kind.fields if f.param)
+        self.filter_args = any(not f.param for f in kind.fields)
 
 
 _plans: dict[int, tuple[KindSpec, _Plan]] = {}  # id(kind) -> (kind, plan); kinds are few
@@ -306,15 +323,7 @@ def _plan(kind: KindSpec) -> _Plan:
     entry = _plans.get(id(kind))
     if entry is not None and entry[0] is kind:
         return entry[1]
-    plan = _Plan(
-        tuple(
-            (f, f.name, not f.aliases, default_of(kind, f), _CONVERTERS.get(f.kind, _c_forbidden))
-            for f in kind.fields
-        ),
-        frozenset(s for f in kind.fields for s in f.spellings),
-        frozenset(f.name for f in kind.fields if f.param),
-        any(not f.param for f in kind.fields),
-    )
+    plan = _Plan(kind)
     if len(_plans) >= 256:  # only ever the table's kinds in practice; stay bounded
         _plans.clear()
     _plans[id(kind)] = (kind, plan)
@@ -324,9 +333,12 @@ def _plan(kind: KindSpec) -> _Plan:
 def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
     if kind.ignore_all_fields:  # QUO-1
         ignored = tuple(body)
+        if not ignored:
+            return Validated(kind.params(ignored_fields=ignored))
         note = msg("parse.note.ignored_fields", kind=kind.name, fields=ignored)
-        return Validated(kind.params(ignored_fields=ignored), (note,) if ignored else ())
-    plan = _plan(kind)
+        return Validated(kind.params(ignored_fields=ignored), (note,))
+    entry = _plans.get(id(kind))
+    plan = entry[1] if entry is not None and entry[0] is kind else _plan(kind)
     work = _Work()
     values = work.values
     written: dict[str, str] = {}
