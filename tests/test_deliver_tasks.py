@@ -19,7 +19,7 @@ from strategies_core import (
     task,
 )
 
-from markertools import Command
+from markertools import Command, deliver_turn
 from markertools._model import Quota
 from markertools._params import GoalConvertParams, TaskCancelParams
 from markertools_adapters.clock import SeededRandom
@@ -202,6 +202,51 @@ def test_duplicate_names_and_rejected_creates_leave_references_unresolved():
     r2 = rig(make_world(task("t1")), permissions=FixedPermissions(["read"]))
     report2 = r2.deliver(create("a", name="x"), poll("@x"))
     assert [e.outcome for e in report2.entries] == ["rejected", "rejected"]
+
+
+@pytest.mark.rule("VAL-8")
+@pytest.mark.parametrize(
+    "other_block",
+    [
+        '```task-create\n{"name": "dup", "prompt": ""}\n```\n',  # skipped: blank prompt
+        '```task-create\n{"name": "dup", "prompt": "p", "effort": "huge"}\n```\n',  # skipped
+    ],
+)
+def test_a_name_shared_with_a_create_that_does_not_run_is_ambiguous(other_block):
+    """A name used by two task-create blocks of the turn never resolves, even when one of
+    the two blocks was skipped: `@dup` must not silently pick the block that ran."""
+    from markertools import parse_turn
+
+    text = (
+        '```task-create\n{"name": "dup", "prompt": "build"}\n```\n\n'
+        '```task-poll\n{"task_id": "@dup"}\n```\n\n' + other_block
+    )
+    plan = parse_turn(text)
+    assert plan.unexecuted_create_names == ("dup",)
+    r = rig(make_world(task("t1")))
+    report = deliver_turn(plan, sender="t1", outcome="completed", ports=r.ports)
+    by_kind = {(e.kind, e.outcome) for e in report.entries}
+    assert ("task-create", "done") in by_kind
+    (poll_entry,) = [e for e in report.entries if e.kind == "task-poll"]
+    assert poll_entry.outcome == "rejected"
+    assert "ambiguous" in str(poll_entry.reason)
+
+
+@pytest.mark.rule("VAL-8", "CRE-1")
+def test_a_name_over_the_cap_also_counts_for_ambiguity():
+    from markertools import parse_turn
+
+    creates = "".join(
+        f'```task-create\n{{"name": "n{i}", "prompt": "p"}}\n```\n\n' for i in range(5)
+    )
+    text = creates + '```task-create\n{"name": "n0", "prompt": "p"}\n```\n\n'
+    text += '```task-cancel\n{"task_id": "@n0"}\n```\n'
+    plan = parse_turn(text)
+    assert [i.outcome for i in plan.issues] == ["ignored"]
+    r = rig(make_world(task("t1")))
+    report = deliver_turn(plan, sender="t1", outcome="completed", ports=r.ports)
+    (cancel_entry,) = [e for e in report.entries if e.kind == "task-cancel"]
+    assert cancel_entry.outcome == "rejected" and "ambiguous" in str(cancel_entry.reason)
 
 
 # ---- task-cancel -------------------------------------------------------------------------------

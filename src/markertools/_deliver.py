@@ -165,12 +165,15 @@ class TurnContext:
 
 
 def _duplicate_create_names(plan: TurnPlan) -> frozenset[str]:
+    """VAL-8: names used by two task-create blocks of the turn - two commands, or a
+    command and a block that will not run (skipped, unclosed, over the cap)."""
     seen: set[str] = set()
     dup: set[str] = set()
     for cmd in plan.commands:
         name = getattr(cmd.params, "name", None) if cmd.kind == "task-create" else None
         if isinstance(name, str):
             (dup if name in seen else seen).add(name)
+    dup.update(seen.intersection(plan.unexecuted_create_names))
     return frozenset(dup)
 
 

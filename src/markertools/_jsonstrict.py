@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import attrs
 
+from markertools._inline import shown
 from markertools._msg import Msg, msg
 
 MAX_BODY_CHARS: Final[int] = 262_144
@@ -45,7 +46,7 @@ class _Refuse(Exception):
 
 
 def _literal(text: str) -> str:
-    return text if len(text) <= 40 else text[:20] + "…" + text[-10:]
+    return shown(text if len(text) <= 40 else text[:20] + "…" + text[-10:])
 
 
 def _parse_int(text: str) -> int:
@@ -154,7 +155,13 @@ def loads_object(body: str) -> dict[str, Any] | JsonRefusal:
         if not body.strip(" \t\r\n"):
             return JsonRefusal(msg("parse.json.empty"))
         return JsonRefusal(
-            msg("parse.json.syntax", detail=exc.msg, line=exc.lineno, column=exc.colno)
+            msg(
+                "parse.json.syntax",
+                # json says "Invalid control character at"; the template adds " at line ..."
+                detail=exc.msg.removesuffix(" at"),
+                line=exc.lineno,
+                column=exc.colno,
+            )
         )
     except (ValueError, RecursionError, MemoryError) as exc:  # defensive: Rule 1
         return JsonRefusal(msg("parse.json.syntax", detail=type(exc).__name__, line=1, column=1))

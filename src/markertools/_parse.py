@@ -12,7 +12,11 @@
 #           order of appearance.
 from __future__ import annotations
 
+import json
+
 from markertools._extract import RawBlock, extract_blocks
+from markertools._inline import shown
+from markertools._jsonstrict import MAX_BODY_CHARS
 from markertools._kinds import EXEC_ORDER, KIND_BY_NAME
 from markertools._msg import Msg, msg
 from markertools._params import Params
@@ -25,11 +29,12 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
     counts: dict[str, int] = {}
     commands: list[tuple[int, int, Command]] = []
     issues: list[BlockIssue] = []
+    unexecuted_names: list[str] = []
     for position, block in enumerate(blocks):
         kind = KIND_BY_NAME.get(block.kind) if block.kind is not None else None
         if kind is None:
             suggestion = block.suggestion or ""
-            reason = msg("parse.unknown_kind", written=block.info, suggestion=suggestion)
+            reason = msg("parse.unknown_kind", written=shown(block.info), suggestion=suggestion)
             issues.append(BlockIssue(block.info, block.line, "unknown", reason))
             continue
         seen = counts[kind.name] = counts.get(kind.name, 0) + 1
@@ -42,10 +47,12 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
             else:
                 reason = msg("parse.over_cap", kind=kind.name, cap=kind.cap, position=seen)
             issues.append(BlockIssue(kind.name, block.line, "ignored", reason))
+            _collect_create_name(kind.name, block.body, unexecuted_names)
             continue
         if not block.closed:
-            reason = msg("parse.unclosed", written=block.info, line=block.line)
+            reason = msg("parse.unclosed", written=shown(block.info), line=block.line)
             issues.append(BlockIssue(kind.name, block.line, "skipped", reason))
+            _collect_create_name(kind.name, block.body, unexecuted_names)
             continue
         try:
             result: tuple[Params, tuple[Msg, ...]] | Msg = validate_parts(kind, block.body)
@@ -53,12 +60,26 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
             result = msg("parse.internal_error", kind=kind.name, error=type(exc).__name__)
         if isinstance(result, Msg):
             issues.append(BlockIssue(kind.name, block.line, "skipped", result))
+            _collect_create_name(kind.name, block.body, unexecuted_names)
             continue
         params, notes = result
         command = Command(kind.name, block.line, params, block.info, notes)
         commands.append((EXEC_ORDER[kind.name], position, command))
     commands.sort(key=lambda item: (item[0], item[1]))
-    return TurnPlan(tuple(c for _, _, c in commands), tuple(issues))
+    return TurnPlan(tuple(c for _, _, c in commands), tuple(issues), tuple(unexecuted_names))
+
+
+def _collect_create_name(kind: str, body: str, names: list[str]) -> None:
+    """VAL-8: remember the name of a task-create block that will not run, when its body
+    still reads as a JSON object with a string `name` (lenient: it only feeds ambiguity)."""
+    if kind != "task-create" or len(body) > MAX_BODY_CHARS or '"name"' not in body:
+        return
+    try:
+        value = json.loads(body)
+    except Exception:  # anything unreadable simply has no name to remember
+        return
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        names.append(value["name"])
 
 
 def parse_turn(text: str) -> TurnPlan:

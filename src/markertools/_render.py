@@ -17,27 +17,16 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Final
 
+from markertools._inline import shown
 from markertools._msg import msg
 from markertools._report import ReportEntry
+
+__all__ = ["inert", "render_report", "shown"]
 
 _OUTCOME_ORDER: Final[tuple[str, ...]] = ("done", "rejected", "skipped", "ignored")
 _LINE_BREAK: Final = re.compile(r"(\r\n|\r|\n)")  # EXT-4: CRLF, CR and LF each end a line
 _FENCE_RUN: Final = re.compile(r"`{3,}|~{3,}")
 _INERT_PASSES: Final[int] = 4
-
-
-def shown(text: str | None, limit: int = 120) -> str | None:
-    """Text from a turn (an id, a name) made safe to show on one report line: control
-    characters escaped, cut to `limit` code points. Never lets a newline or fence through."""
-    if text is None:
-        return None
-    out: list[str] = []
-    for ch in text[:limit]:
-        if ch in "\r\n\t" or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029":
-            out.append(ch.encode("unicode_escape").decode("ascii"))
-        else:
-            out.append(ch)
-    return "".join(out) + ("…" if len(text) > limit else "")
 
 
 def render_report(entries: tuple[ReportEntry, ...], locale: str = "en") -> str:

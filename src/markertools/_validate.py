@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import attrs
 
+from markertools._inline import shown
 from markertools._jsonstrict import JsonRefusal, loads_object
 from markertools._kindspec import MS_THRESHOLD, FieldSpec, KindSpec, default_of, expected
 from markertools._msg import Msg, msg
@@ -54,8 +55,7 @@ def _got(value: object) -> Msg:
         text = repr(value) if isinstance(value, float) else str(value)
         return msg("parse.got.value", value=text if len(text) <= 40 else text[:37] + "…")
     if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "…"
-        return msg("parse.got.string", value=shown)
+        return msg("parse.got.string", value=shown(value, 37))
     if isinstance(value, list):
         return msg("parse.type.list")
     return msg("parse.type.object")
@@ -184,12 +184,19 @@ def _ref_list(spelling: str, field: FieldSpec, value: object, work: _Work) -> tu
             raise _Skip(msg("parse.field.blank", field=where, exp=msg("parse.exp.ref")))
         (duplicates if item in unique else unique).append(item)
     if duplicates:
-        work.extra_notes.append(msg("parse.note.duplicates", field=spelling, ids=tuple(duplicates)))
+        work.extra_notes.append(
+            msg("parse.note.duplicates", field=spelling, ids=tuple(shown(i) for i in duplicates))
+        )
     keep = field.max_items if field.max_items is not None else len(unique)
     if len(unique) > keep:
         work.values["dropped_task_ids"] = tuple(unique[keep:])
         work.extra_notes.append(
-            msg("parse.note.dropped", field=spelling, max=keep, ids=tuple(unique[keep:]))
+            msg(
+                "parse.note.dropped",
+                field=spelling,
+                max=keep,
+                ids=tuple(shown(i) for i in unique[keep:]),
+            )
         )
     return tuple(unique[:keep])
 
@@ -335,7 +342,9 @@ def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
         ignored = tuple(body)
         if not ignored:
             return Validated(kind.params(ignored_fields=ignored))
-        note = msg("parse.note.ignored_fields", kind=kind.name, fields=ignored)
+        note = msg(
+            "parse.note.ignored_fields", kind=kind.name, fields=tuple(shown(f) for f in ignored)
+        )
         return Validated(kind.params(ignored_fields=ignored), (note,))
     entry = _plans.get(id(kind))
     plan = entry[1] if entry is not None and entry[0] is kind else _plan(kind)
@@ -362,7 +371,13 @@ def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
     notes = [*work.notes.values(), *work.extra_notes] if work.notes or work.extra_notes else []
     if not plan.known.issuperset(body):
         unknown = tuple(k for k in body if k not in plan.known)
-        notes.append(msg("parse.note.unknown_fields", kind=kind.name, fields=unknown))
+        notes.append(
+            msg(
+                "parse.note.unknown_fields",
+                kind=kind.name,
+                fields=tuple(shown(f) for f in unknown),
+            )
+        )
     if plan.filter_args:
         keep = plan.params_fields
         values = {k: v for k, v in values.items() if k in keep or k == "dropped_task_ids"}

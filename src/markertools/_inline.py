@@ -1,0 +1,31 @@
+# Owns: `shown`, which makes a piece of untrusted text (an id, a name, a value an agent
+# wrote) safe to show inside one line of a report or reason. Pure, dependency-free, so
+# the parse layer and delivery both use it.
+#
+# Invariant: the output never holds a line break or a control character, so a value can
+# never start a line of its own (and so never open a fence) in the text it is put into.
+from __future__ import annotations
+
+from typing import overload
+
+
+@overload
+def shown(text: str, limit: int = 120) -> str: ...
+
+
+@overload
+def shown(text: None, limit: int = 120) -> None: ...
+
+
+def shown(text: str | None, limit: int = 120) -> str | None:
+    """Text from a turn (an id, a name) made safe to show on one report line: control
+    characters escaped, cut to `limit` code points. Never lets a newline or fence through."""
+    if text is None:
+        return None
+    out: list[str] = []
+    for ch in text[:limit]:
+        if ch in "\r\n\t" or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029":
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out) + ("…" if len(text) > limit else "")
