@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +25,16 @@ def _best(fn: Callable[[], object], repeat: int = 5, number: int = 200) -> float
             fn()
         best = min(best, (time.perf_counter() - start) / number)
     return best
+
+
+def _peak(fn: Callable[[], object]) -> int:
+    """Peak traced allocation (bytes) of one call, relative to the start."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def main() -> None:
@@ -62,6 +73,13 @@ def main() -> None:
         for label, fn, number in cases:
             cost = _best(fn, number=number)
             print(f"{label:32s} {cost * 1e6:10.1f} us  {cost / base:8.1f}x baseline")
+        for label, fn in (
+            ("small file (3 KB)", lambda: files.read(task, "src/pkg/module.py", 20000)),
+            ("50 MB file (truncated)", lambda: files.read(task, "big.log", 20000)),
+        ):
+            peak = _peak(fn)
+            print(f"peak Python memory, {label:24s} {peak / 1024:8.1f} KiB")
+        print(f"  50 MB file / peak = {big.stat().st_size / max(_peak(lambda: files.read(task, 'big.log', 20000)), 1):.0f}x")
         print(f"(file system: {os.statvfs(tmp).f_bsize}-byte blocks at {tmp})")
 
 

@@ -23,7 +23,13 @@ from typing import Any, Final
 
 import attrs
 
-from markertools_adapters.codex._lines import MAX_LINE_BYTES, Line, LineSplitter, load_object
+from markertools_adapters.codex._lines import (
+    MAX_LINE_BYTES,
+    Line,
+    LineReader,
+    LineSplitter,
+    load_object,
+)
 from markertools_adapters.codex._records import (
     ENDING_STATUSES,
     STATUS_COMPLETED,
@@ -52,7 +58,7 @@ class _Shape(Exception):
     """A notification whose params do not have the documented shape."""
 
 
-class AppServerTurnReader:
+class AppServerTurnReader(LineReader):
     """Incremental reader of an app-server notification stream.
 
     `feed(chunk)` accepts any bytes/str chunk (partial lines are kept until their newline)
@@ -65,20 +71,9 @@ class AppServerTurnReader:
         self._splitter = LineSplitter(max_line_bytes)
         self._open: dict[Key, _OpenTurn] = {}
         self._done: dict[Key, int] = {}  # key -> line of its turn/completed
-        self._closed = False
         self.problems: list[CodexProblem] = []
 
-    # ---- input -------------------------------------------------------------------------
-
-    @property
-    def lines_seen(self) -> int:
-        return self._splitter.lines_seen
-
-    def feed(self, data: bytes | bytearray | str) -> list[CodexTurn]:
-        out: list[CodexTurn] = []
-        for line in self._splitter.feed(data):
-            self._line(line, out)
-        return out
+    # ---- input (feed, close and lines_seen come from LineReader) ---------------------
 
     def feed_message(self, message: object, line: int = 0) -> list[CodexTurn]:
         out: list[CodexTurn] = []
@@ -88,18 +83,10 @@ class AppServerTurnReader:
             self._problem(line, "not a JSON object", None, None)
         return out
 
-    def close(self) -> list[CodexTurn]:
-        """End of input: the final unterminated line, then every turn still open."""
-        out: list[CodexTurn] = []
-        if self._closed:
-            return out
-        self._closed = True
-        for line in self._splitter.close():
-            self._line(line, out)
+    def _finish(self, out: list[CodexTurn]) -> None:
         for state in self._open.values():
             out.append(_record(state, STATUS_IN_PROGRESS, None, 0))
         self._open.clear()
-        return out
 
     # ---- lines and messages --------------------------------------------------------
 

@@ -18,6 +18,8 @@ from typing import Any, Final
 
 import attrs
 
+from markertools_adapters.codex._records import CodexTurn
+
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 
 
@@ -137,3 +139,39 @@ def _json_type(value: object) -> str:
 def _one_line(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class LineReader:
+    """The input half both Codex readers share: `feed` splits chunks into numbered lines
+    and hands each to `_line`; `close` (once) flushes the final unterminated line, then
+    lets the reader end what is still open (`_finish`). Subclasses set `_splitter`."""
+
+    _splitter: LineSplitter
+    _closed: bool = False
+
+    @property
+    def lines_seen(self) -> int:
+        return self._splitter.lines_seen
+
+    def feed(self, data: bytes | bytearray | str) -> list[CodexTurn]:
+        out: list[CodexTurn] = []
+        for line in self._splitter.feed(data):
+            self._line(line, out)
+        return out
+
+    def close(self) -> list[CodexTurn]:
+        """End of input: the final unterminated line, then every turn still open."""
+        out: list[CodexTurn] = []
+        if self._closed:
+            return out
+        self._closed = True
+        for line in self._splitter.close():
+            self._line(line, out)
+        self._finish(out)
+        return out
+
+    def _line(self, line: Line, out: list[CodexTurn]) -> None:
+        raise NotImplementedError
+
+    def _finish(self, out: list[CodexTurn]) -> None:
+        raise NotImplementedError

@@ -23,7 +23,13 @@ from typing import Any, Final
 
 import attrs
 
-from markertools_adapters.codex._lines import MAX_LINE_BYTES, Line, LineSplitter, load_object
+from markertools_adapters.codex._lines import (
+    MAX_LINE_BYTES,
+    Line,
+    LineReader,
+    LineSplitter,
+    load_object,
+)
 from markertools_adapters.codex._records import (
     STATUS_COMPLETED,
     STATUS_FAILED,
@@ -57,7 +63,7 @@ class _Shape(Exception):
     pass
 
 
-class RolloutTurnReader:
+class RolloutTurnReader(LineReader):
     """Incremental reader of a rollout JSONL file (same API as AppServerTurnReader).
 
     `late_aborts` maps a turn id to the line of a `turn_aborted` that named a turn which
@@ -70,7 +76,6 @@ class RolloutTurnReader:
         self._session: str | None = None
         self._current: _OpenTurn | None = None
         self._ended: dict[str, int] = {}  # turn id -> line that ended it
-        self._closed = False
         self.problems: list[CodexProblem] = []
         self.late_aborts: dict[str, int] = {}
 
@@ -78,25 +83,8 @@ class RolloutTurnReader:
     def thread_id(self) -> str:
         return self._session if self._session is not None else self._hint
 
-    @property
-    def lines_seen(self) -> int:
-        return self._splitter.lines_seen
-
-    def feed(self, data: bytes | bytearray | str) -> list[CodexTurn]:
-        out: list[CodexTurn] = []
-        for line in self._splitter.feed(data):
-            self._line(line, out)
-        return out
-
-    def close(self) -> list[CodexTurn]:
-        out: list[CodexTurn] = []
-        if self._closed:
-            return out
-        self._closed = True
-        for line in self._splitter.close():
-            self._line(line, out)
+    def _finish(self, out: list[CodexTurn]) -> None:
         self._end(STATUS_IN_PROGRESS, 0, out)
-        return out
 
     # ---- lines ---------------------------------------------------------------------
 
