@@ -3,6 +3,7 @@
 Profiles: `ci` (bounded, the default under CI=1 or `make test`), `thorough` (local runs and
 benchmarks), `dev` (quick). Choose with HYPOTHESIS_PROFILE.
 """
+
 from __future__ import annotations
 
 import os

@@ -149,6 +149,28 @@ def test_listing_reports_problems_with_line_numbers(tmp_path: Path) -> None:
     assert "not deliverable" in text.stdout and "line 4:" in text.stdout
 
 
+def test_text_listing_keeps_hostile_ids_and_errors_on_one_line(tmp_path: Path) -> None:
+    """Ids, errors and problem reasons come from the file: a newline in them cannot add
+    a forged row or problem line, and a terminal escape sequence is shown, not sent."""
+    forged = "u\n  line 99: all good, deliver me\x1b[2J"
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        line(agent_item("thr\nx", forged, "m", "hello"))
+        + line(turn_completed("thr\nx", forged, "failed", "boom\x1b]0;pwned\x07\nline 2"))
+        + line({"method": "turn/completed", "params": {"threadId": "t", "turn": {"id": forged}}})
+    )
+    listing = _listing("--codex-events", str(path))
+    assert listing["turns"][0]["turn_id"] == forged  # JSON keeps the value as it is
+    text = invoke("parse", "--codex-events", str(path))
+    assert text.exit_code == 0
+    out = text.stdout
+    assert "\x1b" not in out and "\x07" not in out
+    assert "line 99" not in out.replace("\\n  line 99", "")  # only inside an escaped id
+    rows = out.splitlines()
+    assert len(rows) == 1 + 2 + 1 + 1 + 1  # header, 2 turns, blank, summary, 1 problem
+    assert rows[-1].startswith("  line 3: ")
+
+
 def test_parse_one_turn_matches_plain_parse_of_its_text(tmp_path: Path) -> None:
     text, _ = codex_turn_for_delivery(APPSERVER_STREAM, "turn_a1")
     plain = tmp_path / "turn.md"

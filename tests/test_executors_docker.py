@@ -173,6 +173,22 @@ def test_custom_container_names(fake_docker: FakeDocker) -> None:
 
 
 @pytest.mark.rule("CTL-2")
+@pytest.mark.parametrize("name", ["--help", "-f", "", "box;rm", "a b", "box\n--all"])
+def test_invalid_custom_names_never_reach_the_docker_cli(
+    fake_docker: FakeDocker, name: str
+) -> None:
+    """A custom name (or prefix) that is not a container name - one starting with '-'
+    would be parsed as an option - fails the kill with the reason; docker is not run."""
+    executor = DockerExecutor(str(fake_docker.path), container_name=lambda t: name)
+    with pytest.raises(RuntimeError, match="refusing to pass container name"):
+        executor.kill(TASK)
+    prefixed = DockerExecutor(str(fake_docker.path), name_prefix="-")
+    with pytest.raises(RuntimeError, match="refusing"):
+        prefixed.kill(TASK)
+    assert fake_docker.calls() == []
+
+
+@pytest.mark.rule("CTL-2")
 def test_cloud_executor_reports_requested_cancellation() -> None:
     requested: list[str] = []
 

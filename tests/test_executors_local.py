@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -242,6 +243,34 @@ def test_unreadable_registry_record_raises(tmp_path: Path) -> None:
     next(registry.directory.iterdir()).write_text("{not json")
     with pytest.raises(RuntimeError, match="unreadable process-group record"):
         LocalProcessExecutor(tmp_path).kill(Task("t", "p1"))
+
+
+@pytest.mark.rule("CTL-2")
+def test_untrusted_registry_records_are_never_acted_on(tmp_path: Path) -> None:
+    """A record names the group to signal: one that others could have written (group or
+    world writable, a symlink, another owner) fails the kill instead of signalling."""
+    registry = PgidRegistry(tmp_path)
+    registry.record(GroupRecord("t", 12345))
+    record = next(registry.directory.iterdir())
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    executor = LocalProcessExecutor(tmp_path)
+    for mode in (0o620, 0o602, 0o666):
+        record.chmod(mode)
+        with pytest.raises(RuntimeError, match="untrusted process-group record"):
+            executor.kill(Task("t", "p1"))
+    record.chmod(0o600)
+    elsewhere = tmp_path / "planted.json"
+    elsewhere.write_text(record.read_text())
+    record.unlink()
+    record.symlink_to(elsewhere)
+    with pytest.raises(RuntimeError, match="unreadable process-group record"):
+        executor.kill(Task("t", "p1"))
+    if os.geteuid() == 0:  # only root can hand a file to another owner
+        record.unlink()
+        elsewhere.rename(record)
+        os.chown(record, 54321, -1)
+        with pytest.raises(RuntimeError, match="untrusted process-group record"):
+            executor.kill(Task("t", "p1"))
 
 
 def test_registry_names_any_task_id_safely(tmp_path: Path) -> None:

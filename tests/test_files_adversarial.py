@@ -179,6 +179,144 @@ def test_components_swapped_for_symlinks_never_leak(tmp_path: Path) -> None:
     assert set(seen) <= allowed, seen
 
 
+def _swap_worktree_location(
+    root: Path, outside: Path, stop: threading.Event, errors: list[BaseException]
+) -> None:
+    """Swap the task's worktree directory, then the whole `host-worktrees/` layout
+    directory, for symbolic links to look-alike directories outside holding SECRET."""
+    layout = root / "host-worktrees"
+    fake_wt = outside / "fake-wt"
+    fake_layout = outside / "fake-layout"
+    try:
+        while not stop.is_set():
+            os.rename(layout / "t1", layout / "t1.real")
+            os.symlink(fake_wt, layout / "t1")
+            os.unlink(layout / "t1")
+            os.rename(layout / "t1.real", layout / "t1")
+            os.rename(layout, root / "host-worktrees.real")
+            os.symlink(fake_layout, layout)
+            os.unlink(layout)
+            os.rename(root / "host-worktrees.real", layout)
+    except BaseException as exc:  # surfaced by the test
+        errors.append(exc)
+
+
+@pytest.mark.rule("FIL-4", "FIL-5")
+@pytest.mark.slow
+def test_worktree_location_swapped_for_symlinks_never_leaks(tmp_path: Path) -> None:
+    """The worktree directory itself (and the layout directory above it) swapped for a
+    symlink while reads run: the resolver opens them with O_NOFOLLOW, so a read answers
+    from the real worktree or is refused, never from the look-alike outside."""
+    root, outside = make_root(tmp_path)
+    wt = make_worktree(root, "t1")
+    (wt / "f.txt").write_text("inside file\n")
+    for fake in (outside / "fake-wt", outside / "fake-layout" / "t1"):
+        fake.mkdir(parents=True)
+        (fake / "f.txt").write_text(SECRET + " look-alike\n")
+    reader = files(root)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    thread = threading.Thread(target=_swap_worktree_location, args=(root, outside, stop, errors))
+    seen: dict[str, int] = {}
+    thread.start()
+    try:
+        for _ in range(SWAP_ITERATIONS):
+            for path in ("f.txt", None):
+                answer = reader.read(task("t1"), path, 20000)
+                _no_leak(answer)
+                if isinstance(answer, FileText):
+                    assert answer.text == "inside file\n"
+                    outcome = "text"
+                elif isinstance(answer, FileListing):
+                    assert answer.entries == ("f.txt",)
+                    outcome = "listing"
+                else:
+                    outcome = answer.reason.key
+                seen[outcome] = seen.get(outcome, 0) + 1
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors, errors
+    allowed = {"text", "listing", "files.worktree_not_dir", "files.no_local_worktree"}
+    assert set(seen) <= allowed, seen
+
+
+# A swapper in another process (true parallelism, no GIL hand-offs): it swaps `sub` and
+# `f.txt` for symlinks to outside and back until the stop file appears; it prints
+# "ready" once the first swap cycle is done.
+_SWAPPER_PROCESS = """
+import os, sys
+wt, outside, stop = sys.argv[1:4]
+sub, f = os.path.join(wt, "sub"), os.path.join(wt, "f.txt")
+targets = [
+    (os.path.join(outside, "sub"), os.path.join(outside, "secret.txt")),
+    (os.path.relpath(os.path.join(outside, "sub"), wt),
+     os.path.relpath(os.path.join(outside, "secret.txt"), wt)),
+]
+turn = 0
+while True:
+    sub_target, file_target = targets[turn % 2]
+    os.rename(sub, sub + ".real"); os.symlink(sub_target, sub)
+    os.rename(f, f + ".real"); os.symlink(file_target, f)
+    os.unlink(sub); os.rename(sub + ".real", sub)
+    os.unlink(f); os.rename(f + ".real", f)
+    if turn == 0:
+        print("ready", flush=True)
+    turn += 1
+    if os.path.exists(stop):
+        break
+"""
+
+
+@pytest.mark.rule("FIL-4")
+@pytest.mark.slow
+def test_components_swapped_by_another_process_never_leak(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root, outside = make_root(tmp_path)
+    wt = make_worktree(root, "t1")
+    (wt / "sub").mkdir()
+    (wt / "sub" / "file.txt").write_text("inside sub\n")
+    (wt / "f.txt").write_text("inside file\n")
+    stop_file = tmp_path / "stop"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SWAPPER_PROCESS, str(wt), str(outside), str(stop_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    reader = files(root)
+    seen: set[str] = set()
+    try:
+        for _ in range(SWAP_ITERATIONS):
+            for path in ("sub/file.txt", "f.txt", "sub"):
+                answer = reader.read(task("t1"), path, 20000)
+                _no_leak(answer)
+                if isinstance(answer, FileText):
+                    assert answer.text in ("inside sub\n", "inside file\n")
+                    seen.add("text")
+                elif isinstance(answer, FileListing):
+                    assert answer.entries in (("file.txt",), ())
+                    seen.add("listing")
+                else:
+                    seen.add(answer.reason.key)
+    finally:
+        stop_file.touch()
+        _, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr
+    allowed = {
+        "text",
+        "listing",
+        "files.symlink_outside",
+        "files.changed",
+        "files.not_found",
+        "files.not_a_directory",
+    }
+    assert seen <= allowed, seen
+
+
 @pytest.mark.rule("FIL-4")
 @pytest.mark.slow
 def test_file_swapped_for_a_fifo_never_hangs(tmp_path: Path) -> None:

@@ -145,16 +145,33 @@ def test_sqlite_agrees_with_static(
 
 
 def test_callable_answers_and_arguments() -> None:
-    seen: list[tuple[str | None, str, str]] = []
+    seen: list[tuple[str, str, str]] = []
 
-    def fn(user: str | None, project: str, permission: str) -> bool:
+    def fn(user: str, project: str, permission: str) -> bool:
         seen.append((user, project, permission))
         return permission == "read"
 
     lookup = CallablePermissions(fn, 5.0)
     assert lookup.has_permission("u1", "p1", "read") is True
-    assert lookup.has_permission(None, "p1", "approve_merge") is False
-    assert seen == [("u1", "p1", "read"), (None, "p1", "approve_merge")]
+    assert lookup.has_permission("u1", "p1", "approve_merge") is False
+    assert seen == [("u1", "p1", "read"), ("u1", "p1", "approve_merge")]
+
+
+@pytest.mark.rule("DOM-3", "DOM-6")
+def test_callable_never_grants_a_null_user() -> None:
+    """A task without a creator holds no permission, whatever the caller's function
+    would say: it is not even asked (a function granting everyone must not grant None)."""
+    seen: list[object] = []
+
+    def grants_everyone(user: str, project: str, permission: str) -> bool:
+        seen.append(user)
+        return True
+
+    lookup = CallablePermissions(grants_everyone, 5.0)
+    for permission in ("read", "create_task", "approve_merge"):
+        assert lookup.has_permission(None, "p1", permission) is False
+    assert seen == []
+    assert lookup.has_permission("u1", "p1", "read") is True
 
 
 @pytest.mark.rule("GAT-4")

@@ -19,6 +19,9 @@
 #   Rule 4: a process that leaves its group (setsid / setpgid) escapes a group kill;
 #           this is a property of process groups (use the Docker executor, or a cgroup
 #           supervisor, for stronger containment).
+#   Rule 5: a record decides which group gets signalled, so it is trusted only when it is
+#           a regular file (not a symlink) owned by this user and not writable by group or
+#           others; records are written mode 0600. An untrusted record fails the kill.
 from __future__ import annotations
 
 import contextlib
@@ -26,6 +29,7 @@ import hashlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +42,7 @@ from markertools._model import Task
 from markertools._ports import KillResult
 
 _PROC: Final[Path] = Path("/proc")
+_NOFOLLOW: Final[int] = getattr(os, "O_NOFOLLOW", 0)
 
 
 def default_state_dir() -> Path:
@@ -123,12 +128,29 @@ class PgidRegistry:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         target = self._file(record.task_id)
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(attrs.asdict(record)), encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(attrs.asdict(record)))
         os.replace(tmp, target)
+
+    @staticmethod
+    def _read_trusted(path: Path) -> str:
+        """The record's text, from a regular file this user owns that nobody else may
+        write (Rule 5); otherwise RuntimeError (the kill fails, it never guesses)."""
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fd)
+            owner_ok = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+            if not stat.S_ISREG(st.st_mode) or not owner_ok or st.st_mode & 0o022:
+                raise RuntimeError(
+                    f"untrusted process-group record {path.name}: it must be a regular file"
+                    " owned by this user and writable by nobody else"
+                )
+            return fh.read(64 * 1024).decode("utf-8")
 
     def lookup(self, task_id: str) -> GroupRecord | None:
         try:
-            data = json.loads(self._file(task_id).read_text(encoding="utf-8"))
+            data = json.loads(self._read_trusted(self._file(task_id)))
             record = GroupRecord(
                 task_id=str(data["task_id"]),
                 pgid=int(data["pgid"]),
@@ -139,6 +161,8 @@ class PgidRegistry:
             )
         except FileNotFoundError:
             return None
+        except RuntimeError:
+            raise
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RuntimeError(
                 f"unreadable process-group record for task {task_id!r}: {exc}"

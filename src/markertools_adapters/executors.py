@@ -15,6 +15,9 @@
 #   Rule 3: container names are derived from the task id deterministically and are
 #           always valid docker names (see DockerExecutor.container_name); two different
 #           task ids never share a name (a hashed name's shape is never used verbatim).
+#   Rule 4: a name (custom naming or prefix included) that is not a valid container name
+#           is never passed to the docker CLI (a leading "-" would be read as an option):
+#           the kill fails with the reason instead.
 from __future__ import annotations
 
 import hashlib
@@ -149,6 +152,11 @@ class DockerExecutor:
 
     def kill(self, task: Task) -> KillResult:
         name = self.container_name(task)
+        if not _DOCKER_NAME.fullmatch(name) or len(name) > 255:  # Rule 4
+            raise RuntimeError(
+                f"refusing to pass container name {name[:80]!r} for task {task.id!r} to docker"
+                " (not a valid container name; it could be read as an option)"
+            )
         inspect = self._run(
             ["inspect", "--type", "container", "--format", "{{.State.Running}}", name],
             self.command_timeout,

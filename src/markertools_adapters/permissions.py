@@ -131,11 +131,12 @@ class PermissionLookupError(RuntimeError):
     """The wrapped lookup answered something that is not a bool."""
 
 
-PermissionFunction = Callable[[str | None, str, str], bool]
+PermissionFunction = Callable[[str, str, str], bool]
 
 
 class CallablePermissions:
-    """Runs `fn(user, project_id, permission)` with a timeout (Rule 2).
+    """Runs `fn(user, project_id, permission)` with a timeout (Rule 2). A null user
+    holds nothing (Rule 1): `fn` is never asked about one.
 
     Each lookup runs on a daemon thread; the caller waits at most `timeout_seconds`
     (counted from the call). A lookup that times out raises PermissionLookupTimeout;
@@ -154,6 +155,8 @@ class CallablePermissions:
         self._slots = threading.BoundedSemaphore(max_in_flight)
 
     def has_permission(self, user: str | None, project_id: str, permission: str) -> bool:
+        if user is None:  # Rule 1: no creator, nobody to grant anything to
+            return False
         deadline = time.monotonic() + self.timeout_seconds
         if not self._slots.acquire(timeout=self.timeout_seconds):
             raise PermissionLookupTimeout(

@@ -5,6 +5,7 @@ implements every storage port of `markertools._ports` plus `WorldStore`.
 Adding an adapter = adding one entry to STORE_FACTORIES (and, for servers, a skip when
 unavailable).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

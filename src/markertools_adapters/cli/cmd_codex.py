@@ -11,12 +11,17 @@
 #           "blocks", "error"}], "problems": [{"line", "reason"}]}.
 #   Rule 2: an unreadable file, an unknown or ambiguous turn id, or no completed turn to
 #           deliver is a usage failure (exit 2, one line on stderr).
+#   Rule 3: the text listing shows ids, statuses, errors and problem reasons (all taken
+#           from the file) with control characters escaped (`\n`, `\x1b`): one turn or
+#           problem is always one line, and no escape sequence reaches the terminal.
+#           The JSON listing carries the values as they are (JSON escapes them).
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 from markertools._parse import parse_turn
+from markertools._paths import display_name
 from markertools._plan import TurnPlan
 from markertools_adapters.cli._app import emit_json, fail
 from markertools_adapters.codex import (
@@ -28,6 +33,12 @@ from markertools_adapters.codex import (
 )
 
 _MAX_LISTED_IDS = 10
+_MAX_REASON_CHARS = 1000
+
+
+def _cell(value: str) -> str:
+    """Rule 3: one table cell of text taken from the file, shown on one line."""
+    return display_name(value)
 
 
 def load_codex_transcript(events: Path | None, rollout: Path | None) -> CodexTranscript:
@@ -110,12 +121,18 @@ def _listing_text(listing: dict[str, Any], transcript: CodexTranscript) -> str:
     for row, turn in zip(listing["turns"], transcript.turns, strict=True):
         notes = []
         if row["error"]:
-            notes.append("error: " + " ".join(row["error"].split()))
+            notes.append("error: " + _cell(" ".join(row["error"].split())))
         if turn.problem_lines and turn.finished:
             where = ", ".join(str(n) for n in turn.problem_lines)
             notes.append(f"not deliverable: overlaps malformed line(s) {where}")
         rows.append(
-            (row["thread_id"], row["turn_id"], row["status"], str(row["blocks"]), "; ".join(notes))
+            (
+                _cell(row["thread_id"]),
+                _cell(row["turn_id"]),
+                _cell(row["status"]),
+                str(row["blocks"]),
+                "; ".join(notes),
+            )
         )
     if rows:
         widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header) - 1)]
@@ -132,7 +149,10 @@ def _listing_text(listing: dict[str, Any], transcript: CodexTranscript) -> str:
         f"{len(listing['problems'])} problem line(s)"
     )
     if listing["problems"]:
-        lines.extend(f"  line {p['line']}: {p['reason']}" for p in listing["problems"])
+        lines.extend(
+            f"  line {p['line']}: {display_name(p['reason'], _MAX_REASON_CHARS)}"
+            for p in listing["problems"]
+        )
     return "\n".join(lines)
 
 
