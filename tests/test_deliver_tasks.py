@@ -22,6 +22,7 @@ from strategies_core import (
 from markertools import Command, deliver_turn
 from markertools._model import Quota
 from markertools._params import GoalConvertParams, TaskCancelParams
+from markertools._ports import KillResult
 from markertools_adapters.clock import SeededRandom
 
 
@@ -285,6 +286,22 @@ def test_a_failing_kill_leaves_the_entry_done_with_the_error_in_report_and_audit
     assert r.task("t2").status == "interrupted"
     assert "operation not permitted" in reason(report)
     assert "operation not permitted" in r.store.audit_records()[0].reason
+
+
+@pytest.mark.rule("CTL-2")
+@pytest.mark.parametrize("answer", [None, 42, "killed", KillResult("yes", "pgid 1")])
+def test_a_kill_answering_nonsense_is_a_failed_kill_not_a_rejection(answer):
+    # the status change already stands: the entry must not claim nothing was changed
+    class OddExecutor:
+        def kill(self, task):
+            return answer
+
+    r = rig(make_world(task("t1"), task("t2")), executor=OddExecutor())
+    report = r.deliver(cancel("t2"))
+    assert report.entries[0].outcome == "done"
+    assert r.task("t2").status == "interrupted"
+    assert "not a KillResult" in reason(report)
+    assert "not a KillResult" in r.store.audit_records()[0].reason
 
 
 @pytest.mark.rule("CTL-2")

@@ -186,6 +186,72 @@ def test_a_failing_audit_write_is_reported_not_raised():
     assert "audit record could not be written" in report.entries[0].reason.render("en")
 
 
+class FailingClock:
+    """A clock port that answers `good` times, then raises (a clock read from a service)."""
+
+    def __init__(self, good, now=NOW):
+        self.good = good
+        self.now_value = now
+
+    def now(self):
+        if self.good <= 0:
+            raise OSError("clock service unreachable")
+        self.good -= 1
+        return self.now_value
+
+    def sleep(self, seconds):
+        self.now_value += seconds
+
+
+@pytest.mark.rule("TRN-8", "TRN-7")
+@pytest.mark.parametrize("good", [0, 1, 2])
+def test_a_failing_clock_never_escapes_delivery(good):
+    # the clock is a port too: when it fails inside a handler the block is rejected, and
+    # when it fails while the audit record is stamped the entry says so - never a raise
+    r = rig(make_world(task("t1"), task("t2", parent_task_id="t1")))
+    r.ports = attrs.evolve(r.ports, clock=FailingClock(good))
+    report = r.deliver(create(line=1), cancel("t2", line=2))
+    assert report.delivered and len(report.entries) == 2
+    texts = [e.reason.render("en") for e in report.entries]
+    assert any("clock service unreachable" in t for t in texts)
+    for entry, text in zip(report.entries, texts, strict=True):
+        if entry.outcome == "done" and "clock service unreachable" in text:
+            assert "audit record could not be written" in text
+    assert report.followups == (report.message,)
+
+
+class UnprintableError(Exception):
+    def __str__(self):
+        raise ValueError("this error cannot be printed")
+
+
+@pytest.mark.rule("TRN-8")
+@pytest.mark.parametrize("method", ["get_task", "insert_task", "lineage", "transition_task"])
+def test_an_error_that_cannot_be_printed_still_rejects_only_its_block(method):
+    class Raising:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            if name != method:
+                return getattr(self.inner, name)
+
+            def boom(*args, **kwargs):
+                raise UnprintableError()
+
+            return boom
+
+    r = rig(make_world(task("t1"), task("t2", parent_task_id="t1")))
+    r.ports = attrs.evolve(r.ports, tasks=Raising(r.store))
+    report = r.deliver(create(line=1), cancel("t2", line=2))
+    if method == "get_task":  # the sender itself cannot be read: the turn is discarded
+        assert not report.delivered
+        assert "UnprintableError" in r.world().audit[-1].reason
+        return
+    rejected = [e for e in report.entries if e.outcome == "rejected"]
+    assert rejected and all("UnprintableError" in e.reason.render("en") for e in rejected)
+
+
 @pytest.mark.rule("VAL-4")
 def test_parse_notes_are_appended_to_the_entry():
     note = msg("deliver.ref_unresolved", ref="@n")

@@ -113,6 +113,41 @@ def test_each_failing_lookup_drops_only_its_section(
         assert "todo lookup failed" in notes
 
 
+class BrokenRandom:
+    def token_hex(self, nbytes: int) -> str:
+        raise OSError("no entropy available")
+
+
+@pytest.mark.rule("INJ-1", "INJ-4", "ATT-4")
+@pytest.mark.parametrize("goal_task", [False, True])
+def test_a_failing_random_source_leaves_prompt_and_goal_unchanged(goal_task: bool) -> None:
+    # framing todos and previous output needs a nonce; when the random port fails the
+    # claim still gets its original prompt (and goal) and a note, never an exception
+    store = world_with_everything()
+    before = store.export_world(NOW)
+    task = store.get_task("t1")
+    if goal_task:
+        task = Task("g1", "p1", prompt="gp", goal="ship it", goal_mode=True)
+    out = first_turn_prompt(
+        task,
+        "fresh",
+        projects=store,
+        todos=store,
+        attempts=store,
+        random=BrokenRandom(),
+        memory=("prefer small commits",),
+    )
+    if goal_task:  # the project context needs no nonce: goal tasks are still injected
+        assert out.sections[0] == "project" and out.goal is not None
+        assert out.goal.endswith("ship it")
+    else:
+        assert (out.prompt, out.goal, out.sections) == (task.prompt, task.goal, ())
+        (note,) = out.notes
+        assert "no entropy available" in note.render("en")
+        assert "组装首轮提示失败" in note.render("zh")
+    assert store.export_world(NOW) == before
+
+
 @pytest.mark.rule("INJ-3", "INJ-4", "ATT-4")
 def test_goal_task_asks_only_for_the_project() -> None:
     store = world_with_everything()

@@ -33,8 +33,18 @@ ERROR_SUMMARY_CHARS: Final[int] = 300
 
 
 def summarize_error(exc: BaseException) -> str:
-    """One line, at most ERROR_SUMMARY_CHARS code points: `TypeName: message`."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    """One line, at most ERROR_SUMMARY_CHARS code points: `TypeName: message`.
+
+    Never raises (TRN-8): an exception whose `str()` itself fails, or returns something
+    other than a str, is summarised by its type name alone."""
+    name = getattr(type(exc), "__name__", "Exception")
+    try:
+        detail = str(exc)
+    except Exception:
+        detail = "(the error message could not be read)"
+    if not isinstance(detail, str):
+        detail = "(the error message could not be read)"
+    text = " ".join(f"{name}: {detail}".split())
     return text if len(text) <= ERROR_SUMMARY_CHARS else text[: ERROR_SUMMARY_CHARS - 1] + "…"
 
 
@@ -190,15 +200,17 @@ def issue_entry(issue: BlockIssue) -> ReportEntry:
 
 
 def _audit(ctx: TurnContext, entry: ReportEntry) -> ReportEntry:
-    record = AuditRecord(
-        sender=ctx.sender.id,
-        kind=entry.kind,
-        target=entry.target,
-        outcome=entry.outcome,
-        reason=entry.reason.render(DEFAULT_LOCALE),
-        time=ctx.now(),
-    )
+    """TRN-7: one audit record for the entry. A failing audit log - or a failing clock,
+    which the record needs for its time - is noted on the entry, never raised (TRN-8)."""
     try:
+        record = AuditRecord(
+            sender=ctx.sender.id,
+            kind=entry.kind,
+            target=entry.target,
+            outcome=entry.outcome,
+            reason=entry.reason.render(DEFAULT_LOCALE),
+            time=ctx.now(),
+        )
         ctx.ports.audit.record_audit(record)
     except Exception as exc:
         return ReportEntry(

@@ -146,20 +146,31 @@ def handle_cancel(cmd: Command, ctx: TurnContext) -> ReportEntry:
             target.id,
             msg("tasks.changed_meanwhile", id=shown(target.id), status=target.status),
         )
-    try:
-        killed = ctx.ports.executor.kill(updated)
-    except Exception as exc:  # CTL-2: the status change stands; the error is reported
-        kill = msg("tasks.kill_failed", error=summarize_error(exc))
-    else:
-        detail = " ".join(killed.detail.split())[:300]
-        if killed.signalled:
-            kill = msg("tasks.kill_signalled", detail=detail)
-        elif detail:
-            kill = msg("tasks.kill_none", detail=detail)
-        else:
-            kill = msg("tasks.kill_none_plain")
-    result = msg("tasks.cancelled", id=shown(target.id), old=target.status, kill=kill)
+    result = msg(
+        "tasks.cancelled", id=shown(target.id), old=target.status, kill=_kill(ctx, updated)
+    )
     return ctx.done(cmd, target.id, _with_note(result, allowed))
+
+
+def _kill(ctx: TurnContext, task: Task) -> Msg:
+    """CTL-2: ask the executor to kill `task`'s process group or container. Runs after the
+    status change, which stands whatever happens here: a kill that raises - or answers
+    with something that is not a KillResult - is reported as a failed kill, never as a
+    rejection of the block."""
+    try:
+        killed = ctx.ports.executor.kill(task)
+        signalled = getattr(killed, "signalled", None)
+        raw_detail = getattr(killed, "detail", None)
+        if not isinstance(signalled, bool) or not isinstance(raw_detail, str):
+            raise TypeError(f"the executor answered {type(killed).__name__}, not a KillResult")
+    except Exception as exc:
+        return msg("tasks.kill_failed", error=summarize_error(exc))
+    detail = " ".join(raw_detail.split())[:300]
+    if signalled:
+        return msg("tasks.kill_signalled", detail=detail)
+    if detail:
+        return msg("tasks.kill_none", detail=detail)
+    return msg("tasks.kill_none_plain")
 
 
 RETRY_CLEARS: dict[str, object] = {

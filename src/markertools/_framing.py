@@ -8,7 +8,8 @@
 #      data is one code block, and a marker fence inside it is never a block (EXT-2).
 #
 # Invariants: pure; the data is reproduced verbatim (a missing final newline is added);
-# the nonce never occurs in the data; the fence is never closed early by the data.
+# the nonce never occurs in the data, even when the random source repeats itself (framing
+# always ends); the fence is never closed early by the data.
 from __future__ import annotations
 
 import re
@@ -35,14 +36,29 @@ def longest_backtick_run(text: str) -> int:
 
 
 def draw_nonce(data: str, random: RandomSource) -> str:
-    """A nonce not contained in `data` (falls back to a longer one after many collisions)."""
+    """A nonce not contained in `data`: re-drawn on a collision (longer after many), and
+    after _MAX_DRAWS * 2 draws - a random source that keeps repeating itself - the last
+    draw gets a numeric suffix that `data` does not contain. Always ends."""
     nonce = random.token_hex(NONCE_BYTES)
-    draws = 1
-    while nonce in data:
+    for draws in range(1, 2 * _MAX_DRAWS):
+        if nonce not in data:
+            return nonce
         nbytes = NONCE_BYTES if draws < _MAX_DRAWS else NONCE_BYTES * 4
         nonce = random.token_hex(nbytes)
-        draws += 1
-    return nonce
+    return nonce if nonce not in data else absent_variant(nonce, data)
+
+
+def absent_variant(base: str, data: str) -> str:
+    """`base` + a fixed-width number such that the result does not occur in `data`.
+
+    The len(data) + 2 candidates are distinct strings of one length L, and `data` holds at
+    most len(data) substrings of length L, so one candidate is always absent."""
+    width = len(str(len(data) + 1))
+    for i in range(len(data) + 2):
+        candidate = f"{base}{i:0{width}d}"
+        if candidate not in data:
+            return candidate
+    raise AssertionError("unreachable: more candidates than substrings")  # pragma: no cover
 
 
 def frame_data(data: str, label: Msg, random: RandomSource, locale: str = "en") -> Framed:

@@ -71,6 +71,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "no todos section: the project has no unfinished todo",
         "zh": "无待办章节：本项目没有未完成待办",
     },
+    "inject.note_assembly_failed": {
+        "en": "no injection: assembling the first-turn prompt failed ({error}); the prompt is unchanged",
+        "zh": "不注入：组装首轮提示失败（{error}）；提示保持原样",
+    },
     "inject.note_retry_no_preamble": {
         "en": "no resume preamble: a claim after a manual retry gets none",
         "zh": "无重跑前言：手动重试后的认领不贴前言",

@@ -6,7 +6,8 @@
 #
 # Invariants:
 #   Rule 1 (INJ-3/4): a lookup that raises becomes `LookupFailed` and drops only its own
-#           section; first_turn_prompt itself never raises for a failing port.
+#           section; first_turn_prompt itself never raises for a failing port (a failing
+#           random source, needed for framing, leaves the prompt and goal unchanged).
 #   Rule 2 (INJ-1, INJ-5): no lookup at all for non-fresh starts and coordinator tasks.
 #   Rule 3 (INJ-1): nothing is written back: the caller keeps the returned texts in memory.
 #   Rule 4 (ATT-2): platform_requeue returns failures as RequeueResult(ok=False), never
@@ -27,6 +28,7 @@ from markertools._inject import (
     assemble_first_turn,
 )
 from markertools._model import UNFINISHED_TODO_STATUSES, Attempt, Project, Task, is_goal_task
+from markertools._msg import msg
 from markertools._ports import (
     AttemptLedger,
     PermissionLookup,
@@ -92,7 +94,11 @@ def first_turn_prompt(
     inputs = gather_injection_inputs(
         task, start, projects=projects, todos=todos, attempts=attempts, memory=memory
     )
-    return assemble_first_turn(inputs, random, locale)
+    try:
+        return assemble_first_turn(inputs, random, locale)
+    except Exception as exc:  # Rule 1: e.g. the random source (framing nonces) failed
+        note = msg("inject.note_assembly_failed", error=summarize_error(exc))
+        return FirstTurnPrompt(task.prompt, task.goal, (), (note,))
 
 
 def platform_requeue(

@@ -47,17 +47,21 @@ def _read_world_store(path: Path) -> Any:
     return MemoryStore.from_world(world)
 
 
-def _open_db(path: Path) -> Any:
-    if not path.exists():
-        raise UsageFailure(f"--db {path}: no such database (create one with `world load`)")
+def _open_db(path: Path | str) -> Any:
+    """An existing database: a SQLite file or a postgresql:// URL (as `deliver --db`)."""
     try:
         stores = importlib.import_module("markertools_adapters.stores")
     except ImportError:
-        raise UsageFailure("--db: SQLite adapter not available in this build") from None
-    try:  # must_exist: an empty or foreign file is refused, never turned into a database
-        return stores.open_db(path, must_exist=True)
+        raise UsageFailure("--db: storage adapters not available in this build") from None
+    url = stores.is_postgres_url(path)
+    if not url and not Path(path).exists():
+        raise UsageFailure(f"--db {path}: no such database (create one with `world load`)")
+    try:  # must_exist: an empty or foreign file / schema is refused, never turned into one
+        return stores.open_db(path if url else Path(path), must_exist=True)
+    except ImportError as exc:
+        raise UsageFailure(f"--db: storage adapter not available in this build ({exc})") from None
     except Exception as exc:
-        raise UsageFailure(f"--db {path}: cannot open: {exc}") from None
+        raise UsageFailure(f"--db {stores.redact(path)}: cannot open: {exc}") from None
 
 
 def prompt_json(task_id: str, start: str, locale: str, out: FirstTurnPrompt) -> dict[str, Any]:
@@ -75,7 +79,7 @@ def prompt_json(task_id: str, start: str, locale: str, out: FirstTurnPrompt) -> 
 def run_prompt(
     *,
     world: Path | None,
-    db: Path | None,
+    db: Path | str | None,
     task_id: str | None,
     start: str,
     locale: str,
@@ -146,7 +150,10 @@ def prompt_command(
         typer.Option("--memory", help="A memory snippet to inject (repeatable)."),
     ] = None,
     db: Annotated[
-        Path | None, typer.Option("--db", help="Existing SQLite database instead of --world.")
+        str | None,
+        typer.Option(
+            "--db", help="Existing SQLite database or postgresql:// URL instead of --world."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print prompt, goal, sections and notes as JSON.")
