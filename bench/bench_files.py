@@ -79,7 +79,9 @@ def main() -> None:
         ):
             peak = _peak(fn)
             print(f"peak Python memory, {label:24s} {peak / 1024:8.1f} KiB")
-        print(f"  50 MB file / peak = {big.stat().st_size / max(_peak(lambda: files.read(task, 'big.log', 20000)), 1):.0f}x")
+        print(
+            f"  50 MB file / peak = {big.stat().st_size / max(_peak(lambda: files.read(task, 'big.log', 20000)), 1):.0f}x"
+        )
         print(f"(file system: {os.statvfs(tmp).f_bsize}-byte blocks at {tmp})")
 
 

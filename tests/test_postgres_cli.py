@@ -1,5 +1,5 @@
 """`--db postgresql://...` wherever `--db PATH` is accepted (CLI.md): `world load`,
-`world dump`, `deliver`; and the dispatch helper markertools_adapters.stores.open_db.
+`world dump`, `deliver`, `prompt`; and the dispatch helper markertools_adapters.stores.open_db.
 Server tests use a fresh schema selected through the URL's search_path option."""
 
 from __future__ import annotations
@@ -172,3 +172,38 @@ def test_deliver_against_a_postgres_database_changes_it(
     dumped = loads_world(runner.invoke(app, ["world", "dump", "--db", url]).stdout)
     assert {t.id: t.status for t in dumped.tasks}["t2"] == "interrupted"
     assert [f.task_id for f in dumped.followups] == ["t1"]
+
+
+@needs_server
+def test_prompt_reads_a_postgres_database_like_a_sqlite_one(
+    dsn: str, schema: str, tmp_path: Path
+) -> None:
+    _make_schema(dsn, schema)
+    src = tmp_path / "w.json"
+    src.write_text(json.dumps(WORLD), encoding="utf-8")
+    url = _url(dsn, schema)
+    lite = tmp_path / "w.db"
+    shown = {}
+    for db in (url, str(lite)):
+        assert runner.invoke(app, ["world", "load", str(src), "--db", db]).exit_code == 0
+        result = runner.invoke(app, ["prompt", "--db", db, "--task", "t2", "--json"])
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.stdout)
+        shown[db] = (out["task"], out["sections"], out["goal"])
+    assert shown[url] == shown[str(lite)]
+    assert shown[url][0] == "t2"
+    missing = runner.invoke(app, ["prompt", "--db", url, "--task", "nope"])
+    assert missing.exit_code == 2 and "no such task" in missing.output
+
+
+@needs_server
+def test_prompt_never_creates_tables_in_a_postgres_schema(dsn: str, schema: str) -> None:
+    _make_schema(dsn, schema)
+    result = runner.invoke(app, ["prompt", "--db", _url(dsn, schema), "--task", "t1"])
+    assert result.exit_code == 2 and "holds no markertools tables" in result.output
+    assert result.output.count("\n") == 1
+    with connect(dsn, schema) as conn:
+        tables = conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+        ).fetchone()
+    assert tables == (0,)

@@ -19,7 +19,7 @@ from postgres_support import SKIP_REASON, connect, dsn, pg_dsn, store, throwaway
 
 from markertools import deliver_turn
 from markertools._model import Task
-from markertools._params import WaitThreadsParams
+from markertools._params import TaskPollParams, WaitThreadsParams
 from markertools._plan import Command, TurnPlan
 from markertools_adapters.clock import SystemClock, SystemRandom
 from markertools_adapters.postgres import PgChangeWaiter
@@ -159,6 +159,35 @@ def test_delivery_wait_threads_wakes_on_the_notification(store: Any, dsn: str) -
     (entry,) = reports[0].entries
     assert entry.outcome == "done" and "done!" in entry.reason.render("en")
     assert waiter.early_wakeups == 1 and waiter.full_waits == 0
+
+
+@pytest.mark.rule("POL-3")
+def test_delivery_task_poll_wakes_on_the_notification(store: Any, dsn: str) -> None:
+    """POL-3 with the waiter: the poll re-reads as soon as its target finishes (instead of
+    at the next 60 s interval) and reports the same snapshot a clock round would."""
+    store.insert_task(Task(id="sender", project_id="p", status="running", created_by="u"))
+    store.insert_task(Task(id="t1", project_id="p", status="running", created_by="u"))
+    store.grant_permissions("u", "p", ["read"])
+    waiter = store.change_waiter()
+    ports = store_ports(store, clock=SystemClock(), random=SystemRandom(), waiter=waiter)
+    params = TaskPollParams(task_id="t1", interval_seconds=60, timeout_seconds=120)
+    plan = TurnPlan(commands=(Command("task-poll", 1, params),))
+    reports: list[Any] = []
+    delivering = in_thread(
+        lambda: reports.append(
+            deliver_turn(plan, sender="sender", outcome="completed", ports=ports)
+        )
+    )
+    until(lambda: _waiting(waiter), "the poll to wait")
+    set_status(dsn, store.schema, "t1", "queued")  # not terminal: the poll goes on waiting
+    until(lambda: waiter.early_wakeups == 1 and _waiting(waiter), "the next round")
+    store.transition_task("t1", "queued", {"status": "failed", "error_text": "broke!"})
+    delivering.join(180)
+    assert not delivering.is_alive()
+    (entry,) = reports[0].entries
+    text = entry.reason.render("en")
+    assert entry.outcome == "done" and "broke!" in text and "failed" in text
+    assert waiter.early_wakeups == 2 and waiter.full_waits == 0
 
 
 def _waiting(waiter: PgChangeWaiter) -> bool:

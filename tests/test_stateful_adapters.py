@@ -289,10 +289,11 @@ class AdapterAgreement(RuleBasedStateMachine):
         for did in ("d1", "d2", "D"):
             self.both("get_todo", did)
 
-    @rule(now=TIMES | FLOATS, project=PROJECT_IDS)
-    def automations(self, now: float, project: str) -> None:
+    @rule(now=TIMES | FLOATS, project=PROJECT_IDS, aid=AUTOMATION_IDS)
+    def automations(self, now: float, project: str, aid: str) -> None:
         self.both("due_automations", now)
         self.both("active_automation_names", project)
+        self.both("get_automation", aid)
 
     @rule(
         user=st.none() | USERS,
@@ -332,3 +333,31 @@ AdapterAgreement.TestCase.settings = settings(
 test_adapters_agree = pytest.mark.rule("CTL-4", "SCH-4", "SCH-5", "LIN-4", "ATT-2")(
     AdapterAgreement.TestCase
 )
+
+
+def test_the_machine_compares_every_storage_port_method() -> None:
+    """Every method of every storage port is called on both stores by some rule (so the
+    SQLite and PostgreSQL machines, which share these rules, cover every port)."""
+    import inspect
+    import re
+
+    import markertools._ports as ports
+
+    wanted = set()
+    for proto in (
+        ports.TaskStore,
+        ports.TodoStore,
+        ports.AutomationStore,
+        ports.ProjectLookup,
+        ports.CostLookup,
+        ports.AttemptLedger,
+        ports.AuditLog,
+        ports.FollowupQueue,
+        ports.PermissionLookup,
+    ):
+        wanted |= {name for name in vars(proto) if not name.startswith("_")}
+    source = inspect.getsource(AdapterAgreement)
+    compared = set(re.findall(r'self\.both\(\s*"(\w+)"', source))
+    for group in re.findall(r"for method in \((.*?)\):", source, re.S):  # reads_by_task
+        compared |= set(re.findall(r'"(\w+)"', group))
+    assert wanted <= compared, sorted(wanted - compared)

@@ -1,10 +1,10 @@
 # Owns: how a PostgresStore reaches the server - the connection pool (psycopg_pool, sized
-# by the caller), the per-connection setup (autocommit, search_path of the chosen schema,
-# connect timeout), and the ways code may use a connection (the shared code's `Database`
-# protocol, markertools_adapters._sql): `read`/`read_one`/`run` (one statement, atomic on
-# its own), `update_one` (one UPDATE ... RETURNING), `snapshot()` (one REPEATABLE READ,
-# READ ONLY transaction) and `write()` (one READ COMMITTED transaction, rolled back on
-# any exception).
+# by the caller), the per-connection setup (autocommit, READ COMMITTED, search_path of
+# the chosen schema, connect timeout), and the ways code may use a connection (the
+# shared code's `Database` protocol, markertools_adapters._sql): `read`/`read_one`/`run`
+# (one statement, atomic on its own), `update_one` (one UPDATE ... RETURNING),
+# `snapshot()` (one REPEATABLE READ, READ ONLY transaction) and `write()` (one READ
+# COMMITTED transaction, rolled back on any exception).
 #
 # Must never: leave a transaction open when a connection goes back to the pool; build SQL
 # from data (only codec column names and fixed text are interpolated); hide a connection
@@ -19,6 +19,12 @@
 #           `UPDATE ... WHERE status = <expected>` (READ COMMITTED re-checks the WHERE on
 #           the newest row version after waiting for a concurrent writer) or SELECT ...
 #           FOR UPDATE inside `write()`.
+#   Rule 4: every connection (pooled, migration, LISTEN) runs READ COMMITTED whatever the
+#           server's, database's or role's default_transaction_isolation: Rule 3 and the
+#           migration lock (re-read the version after the lock) rely on each statement
+#           seeing the newest commits; under a REPEATABLE READ / SERIALIZABLE default a
+#           losing compare-and-set would raise a serialization failure instead of being
+#           "changed meanwhile". (snapshot() sets its own isolation level explicitly.)
 from __future__ import annotations
 
 import contextlib
@@ -56,11 +62,17 @@ def set_search_path(conn: Conn, schema: str | None) -> None:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
 
 
+def configure(conn: Conn, schema: str | None) -> None:
+    """Session setup of every connection: Rule 4 (READ COMMITTED), Rule 2 (search_path)."""
+    conn.execute("SET default_transaction_isolation TO 'read committed'")
+    set_search_path(conn, schema)
+
+
 def connect(dsn: str, schema: str | None) -> Conn:
     """One direct connection (migrations, LISTEN), set up like the pooled ones."""
     conn: Conn = psycopg.connect(dsn, **connect_kwargs(dsn))
     try:
-        set_search_path(conn, schema)
+        configure(conn, schema)
     except BaseException:
         conn.close()
         raise
@@ -76,15 +88,15 @@ class Database:
         self.dsn = dsn
         self.schema = schema
 
-        def configure(conn: Conn) -> None:
-            set_search_path(conn, schema)
+        def configure_pooled(conn: Conn) -> None:
+            configure(conn, schema)
 
         self.pool: ConnectionPool[Conn] = ConnectionPool(
             dsn,
             min_size=1,
             max_size=pool_size,
             kwargs=connect_kwargs(dsn),
-            configure=configure,
+            configure=configure_pooled,
             timeout=DEFAULT_POOL_TIMEOUT,
             name=name,
             open=False,

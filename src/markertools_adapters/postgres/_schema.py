@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Final
 
 import psycopg
+from psycopg import sql
 
 from markertools_adapters._sql import (
     ACTIVE_NAME_INDEX,
@@ -278,6 +279,21 @@ def current_schema(conn: psycopg.Connection[tuple[object, ...]]) -> str:
     return str(row[0])
 
 
+MIGRATION_LOCK: Final[str] = (
+    "SELECT pg_advisory_xact_lock(hashtext('markertools-migrate'), hashtext(%s))"
+)
+
+
+def create_schema_once(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
+    """CREATE SCHEMA IF NOT EXISTS, safe when several hosts open a new schema at once: two
+    sessions racing on a bare IF NOT EXISTS can both miss the other's uncommitted schema
+    and one fails with a unique violation (pg_namespace). Under the schema's migration
+    lock (Rule 1) the second one sees the first one's commit and skips."""
+    with conn.transaction():
+        conn.execute(MIGRATION_LOCK, (schema,))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+
+
 def migrate(conn: psycopg.Connection[tuple[object, ...]], *, target: int = LATEST_VERSION) -> int:
     """Apply the missing steps up to `target` in the connection's current schema.
 
@@ -292,10 +308,7 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], *, target: int = LATES
         )
     while current < target:
         with conn.transaction():
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtext('markertools-migrate'), hashtext(%s))",
-                (schema,),
-            )
+            conn.execute(MIGRATION_LOCK, (schema,))
             current = read_version(conn)  # another host may have migrated meanwhile
             if current >= target:
                 break

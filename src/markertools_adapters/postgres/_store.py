@@ -18,18 +18,27 @@
 #           With must_exist=True a schema without markertools tables is refused instead
 #           of created (inspecting commands never create a database).
 #   Rule 3: change_waiter() is created lazily, once, and closed with the store.
+#   Rule 4: hosts opening a new `schema` at once create it once (_schema.create_schema_once:
+#           CREATE SCHEMA under the schema's migration lock; a bare CREATE SCHEMA IF NOT
+#           EXISTS fails with a duplicate-key error when two sessions race).
 from __future__ import annotations
 
 import threading
 
 from markertools_adapters._sql import AutomationMixin, RecordsMixin, WorldMixin
 from markertools_adapters.postgres._codec import TABLES
-from markertools_adapters.postgres._conn import DEFAULT_POOL_SIZE, Database, connect
+from markertools_adapters.postgres._conn import (
+    DEFAULT_POOL_SIZE,
+    Database,
+    connect,
+    set_search_path,
+)
 from markertools_adapters.postgres._notify import PgChangeWaiter
 from markertools_adapters.postgres._permissions import PermissionMixin
 from markertools_adapters.postgres._schema import (
     LATEST_VERSION,
     SchemaError,
+    create_schema_once,
     current_schema,
     migrate,
     read_version,
@@ -61,14 +70,8 @@ class PostgresStore(
             if must_exist:
                 create_schema = False
             if schema is not None and create_schema:
-                from psycopg import sql
-
-                setup.execute(
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
-                )
+                create_schema_once(setup, schema)
             if schema is not None:
-                from markertools_adapters.postgres._conn import set_search_path
-
                 set_search_path(setup, schema)
             try:
                 self._schema = current_schema(setup)
