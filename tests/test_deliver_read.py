@@ -19,6 +19,7 @@ from strategies_core import (
     wait,
 )
 
+from markertools._exec_read import round_bound
 from markertools_adapters.clock import VirtualClock
 
 
@@ -292,15 +293,41 @@ def test_a_change_waiter_replaces_sleeping_with_the_same_loop():
 
 @pytest.mark.rule("WAI-4")
 def test_a_waiter_that_never_lets_time_pass_cannot_hang_the_wait():
+    calls = []
+
     class StuckWaiter:
         def wait_for_change(self, task_ids, seconds):
-            return None
+            calls.append(seconds)
 
     r = rig(make_world(task("t1"), task("a")))
     r.ports = attrs.evolve(r.ports, waiter=StuckWaiter())
     report = r.deliver(wait("a", interval_seconds=1, timeout_seconds=5))
     assert report.entries[0].outcome == "done"
     assert "NOT finished" in text(report)
+    # the waiter's budget is spent, then the clock carries the wait to its full timeout
+    assert len(calls) == round_bound(1, 5, 1)
+    assert sum(r.clock.slept) == 5
+
+
+@pytest.mark.rule("WAI-4", "POL-3")
+def test_early_wake_ups_never_end_a_wait_before_its_timeout():
+    """A target that keeps changing between non-terminal states wakes the waiter at once
+    every time; the wait still lasts its whole timeout and sees the final status."""
+
+    class NoisyWaiter:
+        def __init__(self):
+            self.calls = 0
+
+        def wait_for_change(self, task_ids, seconds):
+            self.calls += 1  # returns at once: "something changed"
+
+    r = rig(make_world(task("t1"), task("a")))
+    noisy = NoisyWaiter()
+    r.ports = attrs.evolve(r.ports, waiter=noisy)
+    report = r.deliver(poll("a", interval_seconds=10, timeout_seconds=600))
+    assert noisy.calls == round_bound(10, 600, 1)
+    assert sum(r.clock.slept) == 600  # waited until the timeout, not cut short
+    assert "NOT finished: timed out after 600 s" in text(report)
 
 
 @pytest.mark.rule("TRN-8", "WAI-4")

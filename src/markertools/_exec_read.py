@@ -10,7 +10,10 @@
 #           optional change waiter), so nothing here ever blocks on the real clock.
 #   Rule 2: the loop always ends: at the timeout, when every target is terminal, when the
 #           sender is cancelled, or after a bounded number of rounds (a defence against a
-#           clock or waiter that never lets time pass).
+#           clock that never lets time pass). A change waiter gets a budget of rounds;
+#           past it the loop sleeps on the clock, so early wake-ups (a target changing
+#           status many times, or a waiter that returns at once) never end a poll or a
+#           wait before its timeout (WAI-4).
 #   Rule 3: every text another task wrote reaches the report only inside data framing.
 from __future__ import annotations
 
@@ -60,8 +63,13 @@ def read_round(ctx: TurnContext, ids: Sequence[str]) -> Mapping[str, Task]:
 
 
 def round_bound(interval: float, timeout: float, targets: int) -> int:
-    """Rule 2: generous enough for every early wake-up a change waiter may cause."""
+    """Rule 2: the rounds a change waiter may use (generous for early wake-ups)."""
     return (math.ceil(timeout / max(interval, 1)) + 1) * 4 + 8 * max(targets, 1)
+
+
+def hard_round_bound(interval: float, timeout: float, targets: int) -> int:
+    """Rule 2: the waiter's budget plus every round of clock sleeps until the timeout."""
+    return round_bound(interval, timeout, targets) + math.ceil(timeout / max(interval, 1)) + 2
 
 
 def watch(
@@ -72,14 +80,15 @@ def watch(
     state = _Watch(dict(first))
     pending = [i for i, t in first.items() if not is_terminal(t.status)]
     rounds = 0
-    limit = round_bound(interval, timeout, len(first))
+    budget = round_bound(interval, timeout, len(first))
+    limit = hard_round_bound(interval, timeout, len(first))
     while pending and not ctx.cancelled and rounds < limit:
         remaining = start + timeout - ctx.now()
         if remaining <= 0:
             break
         pause = min(float(interval), remaining)
         waiter = ctx.ports.waiter
-        if waiter is not None:
+        if waiter is not None and rounds < budget:
             # the sender too: a cancelled sender ends the wait at once (WAI-5, TRN-5)
             waiter.wait_for_change((*pending, ctx.sender.id), pause)
         else:
