@@ -143,21 +143,24 @@ def test_quota_is_read_once_per_turn_before_creations():
 
 
 @pytest.mark.rule("CRE-3", "TRN-8")
-def test_a_failing_quota_lookup_rejects_the_block_and_is_not_cached():
-    state = {"fail": True}
+def test_a_failing_quota_lookup_rejects_every_create_of_the_turn():
+    """CRE-3: the quota is checked once per turn; a failed check fails closed for the
+    whole turn (a later lookup that would succeed is never made)."""
+    calls = []
 
     class Costs:
         def get_quota(self, user):
-            if state["fail"]:
-                state["fail"] = False
+            calls.append(user)
+            if len(calls) == 1:
                 raise TimeoutError("quota service timed out")
             return None
 
     r = rig(make_world(task("t1")))
     r.ports = attrs.evolve(r.ports, costs=Costs())
     report = r.deliver(create("a", line=1), create("b", line=2))
-    assert [e.outcome for e in report.entries] == ["rejected", "done"]
-    assert "TimeoutError" in reason(report)
+    assert [e.outcome for e in report.entries] == ["rejected", "rejected"]
+    assert all("TimeoutError" in e.reason.render("en") for e in report.entries)
+    assert calls == ["u1"]
 
 
 @pytest.mark.rule("CRE-4")

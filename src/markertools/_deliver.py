@@ -67,6 +67,7 @@ class TurnContext:
         self.followups_after_report: list[str] = []
         self._permissions: dict[str, PermissionAnswer] = {}
         self._quota_exhausted: bool | None = None
+        self._quota_failure: Exception | None = None
         self._created: dict[str, str] = {}  # @NAME -> created task id
         self._ambiguous_names = _duplicate_create_names(plan)
         self._generation: int | None = None
@@ -95,12 +96,19 @@ class TurnContext:
         return answer
 
     def quota_exhausted(self) -> bool:
-        """CRE-3 / AUT-4: the sender's creator's quota, read once per turn. Raises when the
-        lookup fails (the calling block is then rejected, TRN-8) and does not cache that."""
+        """CRE-3 / AUT-4: the sender's creator's quota, read once per turn. A failed
+        lookup is remembered too: it raises again for every later block of the turn, so
+        each of them is rejected with the same failure (TRN-8; fail closed, one check)."""
+        if self._quota_failure is not None:
+            raise self._quota_failure
         if self._quota_exhausted is None:
             user = self.sender.created_by
-            quota = self.ports.costs.get_quota(user) if user is not None else None
-            self._quota_exhausted = quota_exhausted(quota)
+            try:
+                quota = self.ports.costs.get_quota(user) if user is not None else None
+                self._quota_exhausted = quota_exhausted(quota)
+            except Exception as exc:
+                self._quota_failure = exc
+                raise
         return self._quota_exhausted
 
     def sender_generation(self) -> int:
