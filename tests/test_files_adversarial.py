@@ -134,14 +134,49 @@ def _swapper(wt: Path, outside: Path, stop: threading.Event, errors: list[BaseEx
         errors.append(exc)
 
 
-@pytest.mark.rule("FIL-4")
-@pytest.mark.slow
-def test_components_swapped_for_symlinks_never_leak(tmp_path: Path) -> None:
+# the paths the component-swap races read, and what an answer may hold
+SUB_PATHS: tuple[str | None, ...] = ("sub/file.txt", "f.txt", "sub")
+SUB_TEXTS = ("inside sub\n", "inside file\n")
+SUB_LISTINGS: tuple[tuple[str, ...], ...] = (("file.txt",), ())
+
+
+def _sub_worktree(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(root, outside, worktree of t1) with `sub/file.txt` and `f.txt` for the races."""
     root, outside = make_root(tmp_path)
     wt = make_worktree(root, "t1")
     (wt / "sub").mkdir()
-    (wt / "sub" / "file.txt").write_text("inside sub\n")
-    (wt / "f.txt").write_text("inside file\n")
+    (wt / "sub" / "file.txt").write_text(SUB_TEXTS[0])
+    (wt / "f.txt").write_text(SUB_TEXTS[1])
+    return root, outside, wt
+
+
+def _classify_reads(
+    reader: WorktreeFiles,
+    paths: tuple[str | None, ...],
+    texts: tuple[str, ...],
+    listings: tuple[tuple[str, ...], ...],
+    seen: dict[str, int],
+) -> None:
+    """One read of each path during a swap race: never a leak, only the expected text or
+    listing when it answers, and the outcome (or refusal key) counted in `seen`."""
+    for path in paths:
+        answer = reader.read(task("t1"), path, 20000)
+        _no_leak(answer)
+        if isinstance(answer, FileText):
+            assert answer.text in texts
+            outcome = "text"
+        elif isinstance(answer, FileListing):
+            assert answer.entries in listings
+            outcome = "listing"
+        else:
+            outcome = answer.reason.key
+        seen[outcome] = seen.get(outcome, 0) + 1
+
+
+@pytest.mark.rule("FIL-4")
+@pytest.mark.slow
+def test_components_swapped_for_symlinks_never_leak(tmp_path: Path) -> None:
+    root, outside, wt = _sub_worktree(tmp_path)
     reader = files(root)
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -150,18 +185,7 @@ def test_components_swapped_for_symlinks_never_leak(tmp_path: Path) -> None:
     thread.start()
     try:
         for i in range(SWAP_ITERATIONS):
-            for path in ("sub/file.txt", "f.txt", "sub"):
-                answer = reader.read(task("t1"), path, 20000)
-                _no_leak(answer)
-                if isinstance(answer, FileText):
-                    assert answer.text in ("inside sub\n", "inside file\n")
-                    outcome = "text"
-                elif isinstance(answer, FileListing):
-                    assert answer.entries in (("file.txt",), ())
-                    outcome = "listing"
-                else:
-                    outcome = answer.reason.key
-                seen[outcome] = seen.get(outcome, 0) + 1
+            _classify_reads(reader, SUB_PATHS, SUB_TEXTS, SUB_LISTINGS, seen)
             if i == 0:
                 assert not errors
     finally:
@@ -221,18 +245,7 @@ def test_worktree_location_swapped_for_symlinks_never_leaks(tmp_path: Path) -> N
     thread.start()
     try:
         for _ in range(SWAP_ITERATIONS):
-            for path in ("f.txt", None):
-                answer = reader.read(task("t1"), path, 20000)
-                _no_leak(answer)
-                if isinstance(answer, FileText):
-                    assert answer.text == "inside file\n"
-                    outcome = "text"
-                elif isinstance(answer, FileListing):
-                    assert answer.entries == ("f.txt",)
-                    outcome = "listing"
-                else:
-                    outcome = answer.reason.key
-                seen[outcome] = seen.get(outcome, 0) + 1
+            _classify_reads(reader, ("f.txt", None), ("inside file\n",), (("f.txt",),), seen)
     finally:
         stop.set()
         thread.join()
@@ -274,11 +287,7 @@ def test_components_swapped_by_another_process_never_leak(tmp_path: Path) -> Non
     import subprocess
     import sys
 
-    root, outside = make_root(tmp_path)
-    wt = make_worktree(root, "t1")
-    (wt / "sub").mkdir()
-    (wt / "sub" / "file.txt").write_text("inside sub\n")
-    (wt / "f.txt").write_text("inside file\n")
+    root, outside, wt = _sub_worktree(tmp_path)
     stop_file = tmp_path / "stop"
     proc = subprocess.Popen(
         [sys.executable, "-c", _SWAPPER_PROCESS, str(wt), str(outside), str(stop_file)],
@@ -288,20 +297,10 @@ def test_components_swapped_by_another_process_never_leak(tmp_path: Path) -> Non
     )
     assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
     reader = files(root)
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     try:
         for _ in range(SWAP_ITERATIONS):
-            for path in ("sub/file.txt", "f.txt", "sub"):
-                answer = reader.read(task("t1"), path, 20000)
-                _no_leak(answer)
-                if isinstance(answer, FileText):
-                    assert answer.text in ("inside sub\n", "inside file\n")
-                    seen.add("text")
-                elif isinstance(answer, FileListing):
-                    assert answer.entries in (("file.txt",), ())
-                    seen.add("listing")
-                else:
-                    seen.add(answer.reason.key)
+            _classify_reads(reader, SUB_PATHS, SUB_TEXTS, SUB_LISTINGS, seen)
     finally:
         stop_file.touch()
         _, stderr = proc.communicate()
@@ -314,7 +313,7 @@ def test_components_swapped_by_another_process_never_leak(tmp_path: Path) -> Non
         "files.not_found",
         "files.not_a_directory",
     }
-    assert seen <= allowed, seen
+    assert set(seen) <= allowed, seen
 
 
 @pytest.mark.rule("FIL-4")

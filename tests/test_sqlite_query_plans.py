@@ -125,21 +125,9 @@ def test_port_statements_use_indexes(
 
 
 def test_every_port_method_is_exercised() -> None:
-    import markertools._ports as ports
+    from markertools_adapters.wiring import storage_port_methods
 
-    methods = set()
-    for proto in (
-        ports.TaskStore,
-        ports.TodoStore,
-        ports.AutomationStore,
-        ports.ProjectLookup,
-        ports.CostLookup,
-        ports.AttemptLedger,
-        ports.AuditLog,
-        ports.FollowupQueue,
-        ports.PermissionLookup,
-    ):
-        methods |= {m for m in vars(proto) if not m.startswith("_")}
+    methods = storage_port_methods()
     covered = {
         name.split("_noop")[0].removesuffix("_status").removesuffix("_q") for name, _ in PORT_CALLS
     }

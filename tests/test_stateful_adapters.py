@@ -341,21 +341,9 @@ def test_the_machine_compares_every_storage_port_method() -> None:
     import inspect
     import re
 
-    import markertools._ports as ports
+    from markertools_adapters.wiring import storage_port_methods
 
-    wanted = set()
-    for proto in (
-        ports.TaskStore,
-        ports.TodoStore,
-        ports.AutomationStore,
-        ports.ProjectLookup,
-        ports.CostLookup,
-        ports.AttemptLedger,
-        ports.AuditLog,
-        ports.FollowupQueue,
-        ports.PermissionLookup,
-    ):
-        wanted |= {name for name in vars(proto) if not name.startswith("_")}
+    wanted = storage_port_methods()
     source = inspect.getsource(AdapterAgreement)
     compared = set(re.findall(r'self\.both\(\s*"(\w+)"', source))
     for group in re.findall(r"for method in \((.*?)\):", source, re.S):  # reads_by_task

@@ -44,6 +44,17 @@ class StoragePorts(
     """One object filling every storage field of `Ports` (Rule 1)."""
 
 
+def storage_port_methods() -> frozenset[str]:
+    """The public method names of every storage port: what a store must implement."""
+    return frozenset(
+        name
+        for proto in StoragePorts.__mro__[1:]
+        if proto.__module__ == "markertools._ports"
+        for name in vars(proto)
+        if not name.startswith("_")
+    )
+
+
 if TYPE_CHECKING:  # Rule 1: mypy --strict proves the bundled stores are StoragePorts
     from markertools_adapters.memory import MemoryStore
     from markertools_adapters.postgres import PostgresStore
