@@ -63,6 +63,20 @@ def _store() -> Any:
     return create_store_from_world(_world())
 
 
+def _run(argv: list[str], store: Any = None, **options: Any) -> Any:
+    """run_worker as task t1 over `store` (default: a fresh one): prompt "go", 5 turns,
+    60 s timeouts unless `options` say otherwise."""
+    settings: dict[str, Any] = {
+        "prompt": "go",
+        "max_turns": 5,
+        "turn_timeout": 60,
+        "request_timeout": 60,
+        **options,
+    }
+    ports = worker.make_ports(_store() if store is None else store)
+    return worker.run_worker(argv, ports=ports, sender="t1", **settings)
+
+
 # ---- the stand-in speaks the protocol ---------------------------------------------------
 
 
@@ -117,15 +131,7 @@ def test_worker_delivers_each_completed_turn_and_sends_the_report_back(tmp_path:
         {"messages": ["I will split the work.", CREATE], "approval": True},
         {"messages": [TODO]},
     )
-    result = worker.run_worker(
-        argv,
-        ports=worker.make_ports(store),
-        sender="t1",
-        prompt="Split the work",
-        max_turns=5,
-        turn_timeout=60,
-        request_timeout=60,
-    )
+    result = _run(argv, store, prompt="Split the work")
     assert result.stopped == "child_exited"  # the script ended: the server went away
     assert result.exit_code == 0
     assert [t.status for t in result.turns] == ["completed", "completed"]
@@ -159,15 +165,7 @@ def test_worker_stops_at_max_turns(tmp_path: Path) -> None:
     store = _store()
     todo = '```todo-create\n{{"title": "step {}"}}\n```'
     argv = _script(tmp_path, *({"messages": [todo.format(i)]} for i in range(5)))
-    result = worker.run_worker(
-        argv,
-        ports=worker.make_ports(store),
-        sender="t1",
-        prompt="go",
-        max_turns=2,
-        turn_timeout=60,
-        request_timeout=60,
-    )
+    result = _run(argv, store, max_turns=2)
     assert result.stopped == "max_turns"
     assert len(result.turns) == 2
     assert sum(m.get("method") == "turn/start" for m in _log(tmp_path)) == 2
@@ -177,15 +175,7 @@ def test_worker_stops_at_max_turns(tmp_path: Path) -> None:
 def test_worker_never_delivers_an_interrupted_turn(tmp_path: Path) -> None:
     store = _store()
     argv = _script(tmp_path, {"messages": [CREATE], "status": "interrupted"}, {"messages": ["x"]})
-    result = worker.run_worker(
-        argv,
-        ports=worker.make_ports(store),
-        sender="t1",
-        prompt="go",
-        max_turns=5,
-        turn_timeout=60,
-        request_timeout=60,
-    )
+    result = _run(argv, store)
     assert result.stopped == "not_delivered"
     assert [r.delivered for r in result.reports] == [False]
     world = store.export_world(now=_world().now)
@@ -194,13 +184,8 @@ def test_worker_never_delivers_an_interrupted_turn(tmp_path: Path) -> None:
 
 
 def test_worker_survives_a_server_that_dies_at_once(tmp_path: Path) -> None:
-    result = worker.run_worker(
-        [sys.executable, "-c", "import sys; sys.exit(3)"],
-        ports=worker.make_ports(_store()),
-        sender="t1",
-        prompt="go",
-        max_turns=3,
-        request_timeout=30,
+    result = _run(
+        [sys.executable, "-c", "import sys; sys.exit(3)"], max_turns=3, request_timeout=30
     )
     assert (result.stopped, result.exit_code, result.turns) == ("child_exited", 3, [])
 
@@ -214,14 +199,7 @@ def test_worker_reports_a_refused_request(tmp_path: Path) -> None:
         "        print(json.dumps({'id': m['id'], 'error': {'code': -32600, 'message': 'nope'}}),"
         " flush=True)\n"
     )
-    result = worker.run_worker(
-        [sys.executable, "-c", server],
-        ports=worker.make_ports(_store()),
-        sender="t1",
-        prompt="go",
-        max_turns=3,
-        request_timeout=30,
-    )
+    result = _run([sys.executable, "-c", server], max_turns=3, request_timeout=30)
     assert result.stopped.startswith("error: initialize") and "nope" in result.stopped
 
 
@@ -229,15 +207,7 @@ def test_worker_stops_when_a_turn_has_no_blocks(tmp_path: Path) -> None:
     argv = _script(
         tmp_path, {"messages": [TODO]}, {"messages": ["All done."]}, {"messages": [TODO]}
     )
-    result = worker.run_worker(
-        argv,
-        ports=worker.make_ports(_store()),
-        sender="t1",
-        prompt="go",
-        max_turns=5,
-        turn_timeout=60,
-        request_timeout=60,
-    )
+    result = _run(argv)
     assert result.stopped == "no_blocks"
     assert [len(r.entries) for r in result.reports] == [1, 0]
     assert sum(m.get("method") == "turn/start" for m in _log(tmp_path)) == 2

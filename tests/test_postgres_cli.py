@@ -46,9 +46,24 @@ def _url(dsn: str, schema: str) -> str:
     return f"{dsn}{sep}options=-csearch_path%3D{schema}"
 
 
-def _make_schema(dsn: str, schema: str) -> None:
+def _make_schema(dsn: str, schema: str) -> str:
+    """Create the empty schema; returns the URL that selects it."""
     with connect(dsn) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
+    return _url(dsn, schema)
+
+
+def _world_file(tmp_path: Path) -> Path:
+    src = tmp_path / "w.json"
+    src.write_text(json.dumps(WORLD), encoding="utf-8")
+    return src
+
+
+def _table_count(dsn: str, schema: str) -> Any:
+    with connect(dsn, schema) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+        ).fetchone()
 
 
 # ---- the dispatch helper (no server needed) ---------------------------------------------
@@ -107,10 +122,8 @@ def test_a_refused_connection_is_one_line_without_the_password() -> None:
 def test_world_load_then_dump_round_trips_like_sqlite(
     dsn: str, schema: str, tmp_path: Path
 ) -> None:
-    _make_schema(dsn, schema)
-    src = tmp_path / "w.json"
-    src.write_text(json.dumps(WORLD), encoding="utf-8")
-    url = _url(dsn, schema)
+    url = _make_schema(dsn, schema)
+    src = _world_file(tmp_path)
     loaded = runner.invoke(app, ["world", "load", str(src), "--db", url])
     assert loaded.exit_code == 0, loaded.output
     assert loaded.stdout.startswith(f"created {url} from {src}: 1 project, 2 tasks, 1 todo")
@@ -129,10 +142,8 @@ def test_world_load_then_dump_round_trips_like_sqlite(
 def test_world_load_refuses_a_schema_that_holds_records(
     dsn: str, schema: str, tmp_path: Path
 ) -> None:
-    _make_schema(dsn, schema)
-    src = tmp_path / "w.json"
-    src.write_text(json.dumps(WORLD), encoding="utf-8")
-    url = _url(dsn, schema)
+    url = _make_schema(dsn, schema)
+    src = _world_file(tmp_path)
     assert runner.invoke(app, ["world", "load", str(src), "--db", url]).exit_code == 0
     again = runner.invoke(app, ["world", "load", str(src), "--db", url])
     assert again.exit_code == 2
@@ -141,14 +152,9 @@ def test_world_load_refuses_a_schema_that_holds_records(
 
 @needs_server
 def test_world_dump_never_creates_tables(dsn: str, schema: str) -> None:
-    _make_schema(dsn, schema)
-    result = runner.invoke(app, ["world", "dump", "--db", _url(dsn, schema)])
+    result = runner.invoke(app, ["world", "dump", "--db", _make_schema(dsn, schema)])
     assert result.exit_code == 2 and "holds no markertools tables" in result.output
-    with connect(dsn, schema) as conn:
-        tables = conn.execute(
-            "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
-        ).fetchone()
-    assert tables == (0,)
+    assert _table_count(dsn, schema) == (0,)
 
 
 @needs_server
@@ -156,10 +162,8 @@ def test_world_dump_never_creates_tables(dsn: str, schema: str) -> None:
 def test_deliver_against_a_postgres_database_changes_it(
     dsn: str, schema: str, tmp_path: Path
 ) -> None:
-    _make_schema(dsn, schema)
-    src = tmp_path / "w.json"
-    src.write_text(json.dumps(WORLD), encoding="utf-8")
-    url = _url(dsn, schema)
+    url = _make_schema(dsn, schema)
+    src = _world_file(tmp_path)
     assert runner.invoke(app, ["world", "load", str(src), "--db", url]).exit_code == 0
     turn = tmp_path / "turn.md"
     turn.write_text('Stopping it.\n\n```task-cancel\n{"task_id": "t2"}\n```\n', encoding="utf-8")
@@ -178,10 +182,8 @@ def test_deliver_against_a_postgres_database_changes_it(
 def test_prompt_reads_a_postgres_database_like_a_sqlite_one(
     dsn: str, schema: str, tmp_path: Path
 ) -> None:
-    _make_schema(dsn, schema)
-    src = tmp_path / "w.json"
-    src.write_text(json.dumps(WORLD), encoding="utf-8")
-    url = _url(dsn, schema)
+    url = _make_schema(dsn, schema)
+    src = _world_file(tmp_path)
     lite = tmp_path / "w.db"
     shown = {}
     for db in (url, str(lite)):
@@ -198,12 +200,7 @@ def test_prompt_reads_a_postgres_database_like_a_sqlite_one(
 
 @needs_server
 def test_prompt_never_creates_tables_in_a_postgres_schema(dsn: str, schema: str) -> None:
-    _make_schema(dsn, schema)
-    result = runner.invoke(app, ["prompt", "--db", _url(dsn, schema), "--task", "t1"])
+    result = runner.invoke(app, ["prompt", "--db", _make_schema(dsn, schema), "--task", "t1"])
     assert result.exit_code == 2 and "holds no markertools tables" in result.output
     assert result.output.count("\n") == 1
-    with connect(dsn, schema) as conn:
-        tables = conn.execute(
-            "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
-        ).fetchone()
-    assert tables == (0,)
+    assert _table_count(dsn, schema) == (0,)

@@ -66,7 +66,8 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
     from markertools._report import DeliveryReport, ReportEntry
     from markertools._schema import body_schema, body_schemas
 
-# public name -> the module that defines it (one table; `__all__` is derived from it)
+# public name -> the module that defines it; `__all__` below lists the same names as a
+# literal for type checkers (tests/test_parse_imports.py checks the two agree)
 _EXPORTS: dict[str, str] = {
     "Allowed": "markertools._decision",
     "Attempt": "markertools._model",

@@ -18,13 +18,15 @@ import contextlib
 from collections.abc import Callable, Mapping
 from typing import Final
 
+import attrs
+
 from markertools._decision import PermissionAnswer
-from markertools._lineage import LINEAGE_MAX_STEPS, generation
+from markertools._lineage import LINEAGE_MAX_STEPS, generation, in_lineage
 from markertools._model import AuditRecord, Task, is_goal_task, quota_exhausted, sender_cancelled
 from markertools._msg import DEFAULT_LOCALE, LOCALES, Msg, msg
 from markertools._plan import BlockIssue, Command, TurnPlan
 from markertools._ports import Ports
-from markertools._render import shown
+from markertools._render import render_report, shown
 from markertools._report import DeliveryReport, EntryOutcome, ReportEntry
 
 Handler = Callable[[Command, "TurnContext"], ReportEntry]
@@ -40,9 +42,7 @@ def summarize_error(exc: BaseException) -> str:
     name = getattr(type(exc), "__name__", "Exception")
     try:
         detail = str(exc)
-    except Exception:
-        detail = "(the error message could not be read)"
-    if not isinstance(detail, str):
+    except Exception:  # str() also raises when __str__ returns something else
         detail = "(the error message could not be read)"
     text = " ".join(f"{name}: {detail}".split())
     return text if len(text) <= ERROR_SUMMARY_CHARS else text[: ERROR_SUMMARY_CHARS - 1] + "…"
@@ -125,6 +125,14 @@ class TurnContext:
         if self._existing_children is None:
             self._existing_children = self.ports.tasks.count_children(self.sender.id)
         return self._existing_children
+
+    def target_in_lineage(self, target: Task | None) -> bool:
+        """LIN-4 for a target of the sender's project other than the sender: one lineage
+        read of the target; False without a read for any other target (or none)."""
+        sender = self.sender
+        if target is None or target.project_id != sender.project_id or target.id == sender.id:
+            return False
+        return in_lineage(self.ports.tasks.lineage(target.id, LINEAGE_MAX_STEPS), sender.id)
 
     def refresh_sender(self) -> bool:
         """Re-read the sender; True when it is (now) cancelled (TRN-5). Skips the read
@@ -221,13 +229,8 @@ def _audit(ctx: TurnContext, entry: ReportEntry) -> ReportEntry:
         )
         ctx.ports.audit.record_audit(record)
     except Exception as exc:
-        return ReportEntry(
-            entry.kind,
-            entry.line,
-            entry.outcome,
-            entry.target,
-            msg("deliver.audit_failed", reason=entry.reason, error=summarize_error(exc)),
-        )
+        reason = msg("deliver.audit_failed", reason=entry.reason, error=summarize_error(exc))
+        return attrs.evolve(entry, reason=reason)
     return entry
 
 
@@ -279,8 +282,7 @@ def with_notes(entry: ReportEntry, notes: tuple[Msg, ...]) -> ReportEntry:
     entry, so the report states the values used."""
     if not notes:
         return entry
-    reason = msg("deliver.with_notes", reason=entry.reason, notes=notes)
-    return ReportEntry(entry.kind, entry.line, entry.outcome, entry.target, reason)
+    return attrs.evolve(entry, reason=msg("deliver.with_notes", reason=entry.reason, notes=notes))
 
 
 def deliver_turn(
@@ -297,8 +299,6 @@ def deliver_turn(
     (only "completed" delivers). Returns the report; the report message and then any
     "/goal ..." follow-up have been queued for the sender through `ports.followups`.
     """
-    from markertools._render import render_report
-
     if locale not in LOCALES:
         locale = DEFAULT_LOCALE
     sender_id = sender if isinstance(sender, str) else sender.id

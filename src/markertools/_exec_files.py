@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Final
 
 from markertools._decision import Allowed, Decision, Denied, PermissionAnswer
 from markertools._framing import frame_data
-from markertools._lineage import LINEAGE_MAX_STEPS, in_lineage
 from markertools._model import Task, same_creator
 from markertools._msg import Msg, msg
 from markertools._params import TaskFilesParams
@@ -89,15 +88,6 @@ def files_gate(
     return Allowed()
 
 
-def _needs_lineage(sender: Task, target: Task | None) -> bool:
-    return (
-        target is not None
-        and target.project_id == sender.project_id
-        and target.id != sender.id
-        and not same_creator(sender, target)
-    )
-
-
 def _listing_result(listing: FileListing, task: str, where: str | None, ctx: TurnContext) -> Msg:
     if len(listing.entries) > LIST_LIMIT:  # an adapter that listed too much
         extra = len(listing.entries) - LIST_LIMIT
@@ -151,9 +141,10 @@ def handle_task_files(cmd: Command, ctx: TurnContext) -> ReportEntry:
     sender = ctx.sender
     read = ctx.permission("read")
     target = ctx.ports.tasks.get_task(ref) if read.granted else None
-    lineage = False
-    if _needs_lineage(sender, target):
-        lineage = in_lineage(ctx.ports.tasks.lineage(ref, LINEAGE_MAX_STEPS), sender.id)
+    # the lineage is read only when the gate needs it: not for the same creator either
+    lineage = (
+        target is not None and not same_creator(sender, target) and ctx.target_in_lineage(target)
+    )
     files = ctx.ports.files
     decision = files_gate(
         sender,

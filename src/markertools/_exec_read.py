@@ -22,11 +22,10 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from markertools._decision import Decision, Denied
+from markertools._decision import Denied
 from markertools._deliver import Handler, TurnContext
 from markertools._framing import frame_data
 from markertools._gates import cost_gate, permission_gate, quota_user, read_target_gate
-from markertools._lineage import LINEAGE_MAX_STEPS, in_lineage
 from markertools._model import CostRow, Task, is_terminal
 from markertools._msg import Msg, msg
 from markertools._params import (
@@ -134,8 +133,9 @@ def handle_poll(cmd: Command, ctx: TurnContext) -> ReportEntry:
     rows = read_round(ctx, [resolved])
     target = rows.get(resolved)
     decision = read_target_gate(ctx.sender, target, resolved, "poll")
-    if isinstance(decision, Denied) or target is None:
-        return ctx.rejected(cmd, shown(resolved), _reason(decision))
+    if isinstance(decision, Denied):
+        return ctx.rejected(cmd, shown(resolved), decision.reason)
+    assert target is not None  # the gate denies a missing target
     watched = watch(ctx, {resolved: target}, p.interval_seconds, p.timeout_seconds, start)
     last = watched.last[resolved]
     state = final_state(ctx, last, watched, p.timeout_seconds)
@@ -174,9 +174,10 @@ def handle_wait(cmd: Command, ctx: TurnContext) -> ReportEntry:
     for task_id in ids:
         target = rows.get(task_id) if task_id != ctx.sender.id else ctx.sender
         decision = read_target_gate(ctx.sender, target, task_id, "wait")
-        if isinstance(decision, Denied) or target is None:
-            settled[task_id] = _reason(decision)
+        if isinstance(decision, Denied):
+            settled[task_id] = decision.reason
         else:
+            assert target is not None  # the gate denies a missing target
             first[task_id] = target
     # WAI-2: the parse layer names dropped targets in the command's notes (appended to the
     # entry by delivery); a plan built without notes gets them named here instead.
@@ -310,13 +311,12 @@ def handle_cost(cmd: Command, ctx: TurnContext) -> ReportEntry:
     if isinstance(granted, Denied):
         return ctx.rejected(cmd, shown(resolved), granted.reason)
     target = ctx.ports.tasks.get_task(resolved)
-    related = False
-    same_project = target is not None and target.project_id == ctx.sender.project_id
-    if target is not None and same_project and target.id != ctx.sender.id:
-        links = ctx.ports.tasks.lineage(target.id, LINEAGE_MAX_STEPS)
-        related = in_lineage(links, ctx.sender.id)
     decision = cost_gate(
-        ctx.sender, target, target_id=resolved, in_lineage=related, permission=permission
+        ctx.sender,
+        target,
+        target_id=resolved,
+        in_lineage=ctx.target_in_lineage(target),
+        permission=permission,
     )
     if isinstance(decision, Denied):
         return ctx.rejected(cmd, shown(resolved), decision.reason)
@@ -378,14 +378,6 @@ def handle_quota(cmd: Command, ctx: TurnContext) -> ReportEntry:
         fields = tuple(shown(f, 60) or "" for f in p.ignored_fields)
         parts.append(msg("read.quota_ignored_fields", fields=fields))
     return ctx.done(cmd, None, join_sections(parts, "\n"))
-
-
-# ---- helpers -----------------------------------------------------------------------------
-
-
-def _reason(decision: Decision) -> Msg:
-    # read_target_gate denies every missing target, so the fallback is never shown
-    return decision.reason if isinstance(decision, Denied) else msg("tasks.gate_missing", id="?")
 
 
 HANDLERS: dict[str, Handler] = {

@@ -15,13 +15,13 @@ from __future__ import annotations
 from markertools._decision import Allowed, Denied
 from markertools._deliver import Handler, TurnContext, summarize_error
 from markertools._gates import CONTROL_PERMISSION, ControlAction, control_gate, create_gate
-from markertools._lineage import LINEAGE_MAX_STEPS, in_lineage
 from markertools._model import Task
 from markertools._msg import DEFAULT_LOCALE, Msg, msg
 from markertools._params import TaskCancelParams, TaskCreateParams, TaskRetryParams
 from markertools._plan import Command
 from markertools._render import shown
 from markertools._report import ReportEntry
+from markertools._snapshot import join_sections
 
 TASK_ID_BYTES = 8
 
@@ -96,35 +96,38 @@ def _gate_control(
     if isinstance(resolved, Msg):
         return ctx.rejected(cmd, shown(raw_id), resolved)
     target = ctx.ports.tasks.get_task(resolved)
-    related = False
-    if (
-        target is not None
-        and target.project_id == ctx.sender.project_id
-        and target.id != ctx.sender.id
-    ):
-        related = in_lineage(ctx.ports.tasks.lineage(target.id, LINEAGE_MAX_STEPS), ctx.sender.id)
     decision = control_gate(
         action,
         ctx.sender,
         target,
         target_id=resolved,
-        in_lineage=related,
+        in_lineage=ctx.target_in_lineage(target),
         permission=ctx.permission(CONTROL_PERMISSION[action]),
     )
-    if isinstance(decision, Denied) or target is None:
-        reason = (
-            decision.reason
-            if isinstance(decision, Denied)
-            else msg("tasks.gate_missing", id=resolved)
-        )
-        return ctx.rejected(cmd, shown(resolved), reason)
+    if isinstance(decision, Denied):
+        return ctx.rejected(cmd, shown(resolved), decision.reason)
+    assert target is not None  # the gate denies a missing target
     return target, decision
+
+
+def _transition(
+    cmd: Command, ctx: TurnContext, target: Task, changes: dict[str, object]
+) -> Task | ReportEntry:
+    """Rule 2: compare-and-set on the status the gate read; a lost race rejects."""
+    updated = ctx.ports.tasks.transition_task(target.id, target.status, changes)
+    if updated is None:
+        return ctx.rejected(
+            cmd,
+            target.id,
+            msg("tasks.changed_meanwhile", id=shown(target.id), status=target.status),
+        )
+    return updated
 
 
 def _with_note(result: Msg, allowed: Allowed) -> Msg:
     if allowed.note is None:
         return result
-    return msg("read.join_line", head=result, rest=msg("tasks.note_allowed", note=allowed.note))
+    return join_sections([result, msg("tasks.note_allowed", note=allowed.note)], "\n")
 
 
 def handle_cancel(cmd: Command, ctx: TurnContext) -> ReportEntry:
@@ -135,17 +138,14 @@ def handle_cancel(cmd: Command, ctx: TurnContext) -> ReportEntry:
         return gated
     target, allowed = gated
     reason = msg("tasks.interrupted_reason", sender=ctx.sender.id, line=cmd.line)
-    updated = ctx.ports.tasks.transition_task(
-        target.id,
-        target.status,
+    updated = _transition(
+        cmd,
+        ctx,
+        target,
         {"status": "interrupted", "interrupted_reason": reason.render(DEFAULT_LOCALE)},
     )
-    if updated is None:
-        return ctx.rejected(
-            cmd,
-            target.id,
-            msg("tasks.changed_meanwhile", id=shown(target.id), status=target.status),
-        )
+    if isinstance(updated, ReportEntry):
+        return updated
     result = msg(
         "tasks.cancelled", id=shown(target.id), old=target.status, kill=_kill(ctx, updated)
     )
@@ -188,13 +188,9 @@ def handle_retry(cmd: Command, ctx: TurnContext) -> ReportEntry:
     if isinstance(gated, ReportEntry):
         return gated
     target, allowed = gated
-    updated = ctx.ports.tasks.transition_task(target.id, target.status, dict(RETRY_CLEARS))
-    if updated is None:
-        return ctx.rejected(
-            cmd,
-            target.id,
-            msg("tasks.changed_meanwhile", id=shown(target.id), status=target.status),
-        )
+    updated = _transition(cmd, ctx, target, dict(RETRY_CLEARS))
+    if isinstance(updated, ReportEntry):
+        return updated
     result = msg("tasks.retried", id=shown(target.id), old=target.status)
     return ctx.done(cmd, target.id, _with_note(result, allowed))
 

@@ -124,12 +124,12 @@ def _block(info: str, line: int, body: str, closed: bool) -> RawBlock | None:
 def extract_blocks(text: str, *, full: bool = False) -> tuple[RawBlock, ...]:
     """The marker blocks of one turn's text, in order of appearance (EXT-1..6)."""
     text = normalize_text(text)
-    if full:
-        return tuple(_Scanner(text, []).zone_blocks(0, len(text)))
-    try:
-        return extract_fast(text)
-    except Exception:  # pragma: no cover - defensive: the full path is the reference
-        return tuple(_Scanner(text, []).zone_blocks(0, len(text)))
+    if not full:
+        try:
+            return extract_fast(text)
+        except Exception:  # pragma: no cover - defensive: the full path is the reference
+            pass
+    return tuple(_Scanner(text, []).zone_blocks(0, len(text)))
 
 
 def extract_fast(text: str) -> tuple[RawBlock, ...]:
@@ -216,10 +216,14 @@ class _Scanner:
     def _record_col0(self, f: FenceLine, closer: FenceLine | None) -> None:
         info = self.text[f[RS] : f[LE]].strip(" \t")
         body = self.text[min(f[LE] + 1, self.n) : closer[LS]] if closer else ""
-        block = _block(info, self.lines.at(f[LS]), body, closer is not None)
+        self._add(info, self.lines.at(f[LS]), body, closer is not None, f[LS])
+
+    def _add(self, info: str, line: int, body: str, closed: bool, decided_at: int) -> None:
+        """Record the block of a fence whose info string is a candidate (`_block`)."""
+        block = _block(info, line, body, closed)
         if block is not None:
             self.out.append(block)
-            self.out_pos.append(f[LS])
+            self.out_pos.append(decided_at)
 
     def _accept_indented(self, k: int) -> int:
         """A valid fence N indented w = 1..3 spaces, not a candidate. It is a top-level
@@ -273,10 +277,7 @@ class _Scanner:
             return -1
         self._walk = walk
         for ls, info, body, closed in found:
-            block = _block(info, self.lines.at(ls), body, closed)
-            if block is not None:
-                self.out.append(block)
-                self.out_pos.append(ls)
+            self._add(info, self.lines.at(ls), body, closed, ls)
         return walk.pos
 
     def _drop_from(self, start: int) -> None:
@@ -328,8 +329,5 @@ class _Scanner:
         first_line = self.lines.at(start)
         for fence in result.fences:
             info = fence.info.strip(" \t")
-            block = _block(info, first_line + fence.line, fence.body, fence.closed)
-            if block is not None:
-                self.out.append(block)
-                self.out_pos.append(start)
+            self._add(info, first_line + fence.line, fence.body, fence.closed, start)
         return self.out

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from markertools._nearmiss import ORDINARY, classify
+from markertools._extract_scan import is_candidate
 
 _ITEM: Final = re.compile(r"(?:[-+*]|[0-9]{1,9}[.)])( {1,4})(?=[^ \t\n])")
 # A first character no block construct starts with (space, tab, ` ~ > - * _ + digits
@@ -46,10 +46,6 @@ _RUNS: Final = {"`": re.compile("`+"), "~": re.compile("~+")}
 
 # (opener line start, stripped info as written, body, closed) of a candidate fence
 Found = tuple[int, str, str, bool]
-
-
-def _candidate(info: str) -> bool:
-    return len(info) > 6 and classify(info.replace("\0", "\ufffd")) != ORDINARY
 
 
 class ListWalk:
@@ -120,7 +116,7 @@ class ListWalk:
         if ch == "`" and "`" in info:
             return -1  # not a fence: paragraph text starting with ``` (not plain)
         info = info.strip(" \t")
-        want = _candidate(info)
+        want = is_candidate(info)
         ind = p - ls  # the opener's column: leading spaces removed from body lines
         parts: list[str] = []
         j = le + 1

@@ -3,7 +3,8 @@
 # fence-like lines (a run of 3+ backticks or tildes after at most a container-like
 # prefix) with regular expressions that have literal prefixes, and the searches the
 # scanner needs between them (lines that may open an HTML block or nest containers
-# deeply, the first line indented less than w, the cuts that bound a zone).
+# deeply, the first line indented less than w, the cuts that bound a zone); and
+# `is_candidate`, the one test of a candidate info string (`_extract_list` uses it too).
 #
 # Must never: classify a fence as a block (that is `_extract`'s job), miss a candidate
 # in the prefilter, backtrack quadratically on any input, or raise.
@@ -73,12 +74,31 @@ _TAILS_LIMIT: Final[int] = 4096
 _FIRST_WINDOW: Final[int] = 16_384
 
 
-def _tail_info(tail: str, ch: str) -> str | None:
-    """The info string of a fence run plus the rest of its line; None if invalid."""
+def is_candidate(info: str) -> bool:
+    """Whether a stripped info string is a kind name, an alias or a near miss (all are
+    at least 7 characters long, so shorter ones skip `classify`)."""
+    return len(info) > 6 and classify(info.replace("\0", "\ufffd")) != ORDINARY
+
+
+TailFacts = tuple[int, bool, bool, bool]  # (run length, valid, blank, candidate)
+_tail_facts: dict[str, TailFacts] = {}
+
+
+def _facts(tail: str, ch: str) -> TailFacts:
+    """What the scanner needs from a fence run and the rest of its line (memoised)."""
+    known = _tail_facts.get(tail)
+    if known is not None:
+        return known
     rest = tail.lstrip(ch)
-    if ch == "`" and "`" in rest:
-        return None
-    return rest.strip(" \t")
+    valid = ch == "~" or "`" not in rest
+    info = rest.strip(" \t")
+    cand = valid and is_candidate(info)
+    facts = (len(tail) - len(rest), valid, not info, cand)
+    if len(tail) <= 64:
+        if len(_tail_facts) >= _TAILS_LIMIT:
+            _tail_facts.clear()
+        _tail_facts[tail] = facts
+    return facts
 
 
 def may_have_candidates(text: str) -> bool:
@@ -95,8 +115,7 @@ def may_have_candidates(text: str) -> bool:
             tails = set(pattern.findall(text, start, end))
             tails.difference_update(_ordinary_tails)
             for tail in tails:
-                info = _tail_info(tail, ch)
-                if info and classify(info.replace("\0", "\ufffd")) != ORDINARY:
+                if _facts(tail, ch)[3]:  # the candidate fact
                     return True
                 if len(_ordinary_tails) >= _TAILS_LIMIT:
                     _ordinary_tails.clear()
@@ -104,27 +123,6 @@ def may_have_candidates(text: str) -> bool:
                     _ordinary_tails.add(tail)
         start, size = end, size * 4
     return False
-
-
-TailFacts = tuple[int, bool, bool, bool]  # (run length, valid, blank, candidate)
-_tail_facts: dict[str, TailFacts] = {}
-
-
-def _facts(tail: str, ch: str) -> TailFacts:
-    """What the scanner needs from a fence run and the rest of its line (memoised)."""
-    known = _tail_facts.get(tail)
-    if known is not None:
-        return known
-    rest = tail.lstrip(ch)
-    valid = ch == "~" or "`" not in rest
-    info = rest.strip(" \t")
-    cand = valid and len(info) > 6 and classify(info.replace("\0", "\ufffd")) != ORDINARY
-    facts = (len(tail) - len(rest), valid, not info, cand)
-    if len(tail) <= 64:
-        if len(_tail_facts) >= _TAILS_LIMIT:
-            _tail_facts.clear()
-        _tail_facts[tail] = facts
-    return facts
 
 
 def _collect(text: str, ch: str, out: list[FenceLine]) -> None:

@@ -47,8 +47,8 @@ Q_MAX: Final[int] = 200
 WAIT_MAX_TARGETS: Final[int] = 8  # WAI-2
 
 
-def _task_id(doc: str = "parse.doc.task_id") -> FieldSpec:
-    return FieldSpec("task_id", "ref", doc, required=True)
+def _task_id(aliases: tuple[str, ...] = ()) -> FieldSpec:
+    return FieldSpec("task_id", "ref", "parse.doc.task_id", required=True, aliases=aliases)
 
 
 def _todo_fields(*, update: bool) -> tuple[FieldSpec, ...]:
@@ -114,13 +114,13 @@ KINDS: Final[tuple[KindSpec, ...]] = (
     ),
     KindSpec(
         "task-cancel", ("task_cancel",), 5, TaskCancelParams,
-        (FieldSpec("task_id", "ref", "parse.doc.task_id", required=True, aliases=TASK_ID_ALIASES),),
+        (_task_id(TASK_ID_ALIASES),),
         "parse.sum.task-cancel",
         '{"task_id": "t-1234"}',
     ),
     KindSpec(
         "task-retry", ("task_retry",), 5, TaskRetryParams,
-        (FieldSpec("task_id", "ref", "parse.doc.task_id", required=True, aliases=TASK_ID_ALIASES),),
+        (_task_id(TASK_ID_ALIASES),),
         "parse.sum.task-retry",
         '{"task_id": "t-1234"}',
     ),

@@ -1,6 +1,7 @@
 # Owns: the shapes of the kind table (`FieldSpec`, `KindSpec`) and the derived facts
 # every consumer of the table needs (defaults read from the params classes, the
-# "expected" description of a field). The table itself lives in `_kinds.py`.
+# "expected" description of a field), and `per_kind`, the cache of what a consumer
+# derives from a kind once. The table itself lives in `_kinds.py`.
 #
 # Must never: hold a kind-specific rule (those are rows in `_kinds.py` or named
 # post-rules in `_validate.py`), do I/O, or raise on any input.
@@ -12,7 +13,8 @@
 #           reasons, the guide and the schema descriptions all use it.
 from __future__ import annotations
 
-from typing import Final, Literal
+from collections.abc import Callable
+from typing import Final, Literal, TypeVar
 
 import attrs
 
@@ -90,6 +92,26 @@ class KindSpec:
 
 
 _NO_DEFAULT: Final = attrs.NOTHING
+_T = TypeVar("_T")
+
+
+def per_kind(build: Callable[[KindSpec], _T]) -> Callable[[KindSpec], _T]:
+    """`build` cached per kind, keyed by identity (hashing a frozen KindSpec walks all
+    its fields; the kind is kept alive with its entry). Bounded, though only the
+    table's kinds occur in practice."""
+    cache: dict[int, tuple[KindSpec, _T]] = {}
+
+    def cached(kind: KindSpec) -> _T:
+        entry = cache.get(id(kind))
+        if entry is not None and entry[0] is kind:
+            return entry[1]
+        value = build(kind)
+        if len(cache) >= 256:
+            cache.clear()
+        cache[id(kind)] = (kind, value)
+        return value
+
+    return cached
 
 
 _defaults: dict[tuple[str, str], object] = {}

@@ -20,7 +20,7 @@ from markertools._jsonstrict import MAX_BODY_CHARS
 from markertools._kinds import EXEC_ORDER, KIND_BY_NAME
 from markertools._msg import Msg, msg
 from markertools._params import Params
-from markertools._plan import BlockIssue, Command, TurnPlan
+from markertools._plan import BlockIssue, Command, IssueOutcome, TurnPlan
 from markertools._validate import validate_parts
 
 
@@ -38,7 +38,9 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
             issues.append(BlockIssue(block.info, block.line, "unknown", reason))
             continue
         seen = counts[kind.name] = counts.get(kind.name, 0) + 1
+        outcome: IssueOutcome = "skipped"
         if seen > kind.cap:
+            outcome = "ignored"
             if kind.aliases:
                 reason = msg(
                     "parse.over_cap_aliases",
@@ -46,25 +48,21 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
                 )  # fmt: skip
             else:
                 reason = msg("parse.over_cap", kind=kind.name, cap=kind.cap, position=seen)
-            issues.append(BlockIssue(kind.name, block.line, "ignored", reason))
-            _collect_create_name(kind.name, block.body, unexecuted_names)
-            continue
-        if not block.closed:
+        elif not block.closed:
             reason = msg("parse.unclosed", written=shown(block.info), line=block.line)
-            issues.append(BlockIssue(kind.name, block.line, "skipped", reason))
-            _collect_create_name(kind.name, block.body, unexecuted_names)
-            continue
-        try:
-            result: tuple[Params, tuple[Msg, ...]] | Msg = validate_parts(kind, block.body)
-        except Exception as exc:  # Rule 1: a bug in one block's validation stays there
-            result = msg("parse.internal_error", kind=kind.name, error=type(exc).__name__)
-        if isinstance(result, Msg):
-            issues.append(BlockIssue(kind.name, block.line, "skipped", result))
-            _collect_create_name(kind.name, block.body, unexecuted_names)
-            continue
-        params, notes = result
-        command = Command(kind.name, block.line, params, block.info, notes)
-        commands.append((EXEC_ORDER[kind.name], position, command))
+        else:
+            try:
+                result: tuple[Params, tuple[Msg, ...]] | Msg = validate_parts(kind, block.body)
+            except Exception as exc:  # Rule 1: a bug in one block's validation stays there
+                result = msg("parse.internal_error", kind=kind.name, error=type(exc).__name__)
+            if not isinstance(result, Msg):
+                params, notes = result
+                command = Command(kind.name, block.line, params, block.info, notes)
+                commands.append((EXEC_ORDER[kind.name], position, command))
+                continue
+            reason = result
+        issues.append(BlockIssue(kind.name, block.line, outcome, reason))
+        _collect_create_name(kind.name, block.body, unexecuted_names)
     commands.sort(key=lambda item: (item[0], item[1]))
     return TurnPlan(tuple(c for _, _, c in commands), tuple(issues), tuple(unexecuted_names))
 

@@ -45,6 +45,7 @@ class TurnPlan:
     commands: tuple[Command, ...] = ()
     issues: tuple[BlockIssue, ...] = ()
     # VAL-8: the `name` of every task-create block that is NOT a command (skipped or
-    # over the cap; an unclosed block has no body to read) when its body still reads as a JSON object with a string
-    # name. A name also used by such a block is ambiguous, so `@NAME` never resolves to it.
+    # over the cap; an unclosed block has no body to read) when its body still reads
+    # as a JSON object with a string name. A name also used by such a block is
+    # ambiguous, so `@NAME` never resolves to it.
     unexecuted_create_names: tuple[str, ...] = ()

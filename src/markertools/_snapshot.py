@@ -37,12 +37,9 @@ def tail(text: str, chars: int) -> tuple[str, int]:
 
 def output_text(task: Task) -> str | None:
     """POL-4: result_text, then error_text, whichever exist (both, in that order)."""
-    parts = [t for t in (task.result_text, task.error_text) if t]
-    if not parts:
-        return None
     if task.result_text and task.error_text:
         return task.result_text + ERROR_SEPARATOR + task.error_text
-    return parts[0]
+    return task.result_text or task.error_text or None
 
 
 def model_of(task: Task) -> str | None:

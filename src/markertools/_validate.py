@@ -22,7 +22,7 @@ import attrs
 
 from markertools._inline import shown
 from markertools._jsonstrict import JsonRefusal, loads_object
-from markertools._kindspec import MS_THRESHOLD, FieldSpec, KindSpec, default_of, expected
+from markertools._kindspec import MS_THRESHOLD, FieldSpec, KindSpec, default_of, expected, per_kind
 from markertools._msg import Msg, msg
 from markertools._params import Params
 from markertools._timeparse import epoch_from_number, parse_iso
@@ -100,7 +100,7 @@ def _same_json(a: object, b: object) -> bool:
     return a == b
 
 
-def _text(spelling: str, field: FieldSpec, value: object, work: _Work | None = None) -> str | None:
+def _text(spelling: str, field: FieldSpec, value: object, work: _Work) -> str | None:
     if not isinstance(value, str):
         raise _type_error(spelling, field, value)
     if value == "" and field.empty_is_absent:
@@ -322,19 +322,7 @@ class _Plan:
         self.filter_args = any(not f.param for f in kind.fields)
 
 
-_plans: dict[int, tuple[KindSpec, _Plan]] = {}  # id(kind) -> (kind, plan); kinds are few
-
-
-def _plan(kind: KindSpec) -> _Plan:
-    """The cached plan of `kind` (keyed by identity; the kind is kept alive with it)."""
-    entry = _plans.get(id(kind))
-    if entry is not None and entry[0] is kind:
-        return entry[1]
-    plan = _Plan(kind)
-    if len(_plans) >= 256:  # only ever the table's kinds in practice; stay bounded
-        _plans.clear()
-    _plans[id(kind)] = (kind, plan)
-    return plan
+_plan: Final = per_kind(_Plan)
 
 
 def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
@@ -346,8 +334,7 @@ def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
             "parse.note.ignored_fields", kind=kind.name, fields=tuple(shown(f) for f in ignored)
         )
         return Validated(kind.params(ignored_fields=ignored), (note,))
-    entry = _plans.get(id(kind))
-    plan = entry[1] if entry is not None and entry[0] is kind else _plan(kind)
+    plan = _plan(kind)
     work = _Work()
     values = work.values
     written: dict[str, str] = {}
@@ -385,7 +372,7 @@ def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
 
 
 def _missing(kind: KindSpec, field: FieldSpec, body: dict[str, Any]) -> Msg:
-    known = {s for f in kind.fields for s in f.spellings}
+    known = _plan(kind).known
     unknown = tuple(k for k in body if k not in known)
     spellings = field.spellings
     if unknown:

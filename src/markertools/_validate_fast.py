@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from markertools._kindspec import MS_THRESHOLD, FieldSpec, KindSpec, default_of
+from markertools._kindspec import MS_THRESHOLD, FieldSpec, KindSpec, default_of, per_kind
 from markertools._params import Params
 
 _TEXT, _REF, _REF_LIST, _ENUM, _INT, _EPOCH, _BOOL, _OTHER = range(8)
@@ -92,19 +92,10 @@ def _field(f: FieldSpec) -> _Field:
     )
 
 
-_plans: dict[int, tuple[KindSpec, _FastPlan | None]] = {}
-
-
+@per_kind
 def _plan(kind: KindSpec) -> _FastPlan | None:
-    entry = _plans.get(id(kind))
-    if entry is not None and entry[0] is kind:
-        return entry[1]
     simple = not kind.ignore_all_fields and _SIMPLE_RULES.issuperset(kind.post_rules)
-    plan = _FastPlan(kind) if simple else None
-    if len(_plans) >= 256:  # only ever the table's kinds in practice; stay bounded
-        _plans.clear()
-    _plans[id(kind)] = (kind, plan)
-    return plan
+    return _FastPlan(kind) if simple else None
 
 
 def fast_params(kind: KindSpec, body: dict[str, Any]) -> Params | None:

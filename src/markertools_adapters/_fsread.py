@@ -26,7 +26,6 @@ from markertools._msg import Msg, msg
 from markertools._paths import display_name
 
 READ_CHUNK: Final[int] = 64 * 1024
-BINARY_SNIFF_BYTES: Final[int] = 8000  # READ_CHUNK >= this, so the first read covers it
 SCAN_BYTES: Final[int] = 1024 * 1024  # files up to this size are checked whole
 
 

@@ -161,8 +161,6 @@ class PgidRegistry:
             )
         except FileNotFoundError:
             return None
-        except RuntimeError:
-            raise
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RuntimeError(
                 f"unreadable process-group record for task {task_id!r}: {exc}"

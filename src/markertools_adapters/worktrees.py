@@ -115,23 +115,23 @@ class WorktreeFiles:
         checked = check_relative_path(path)
         if isinstance(checked, Denied):
             return FileRefused(checked.reason)
+        shown = display_name(str(checked)) or "."
         with contextlib.ExitStack() as fds:
             try:
                 wt_fd, wt_parts = self._open_worktree(task, fds)
-                kind, fd, st = self._resolve(wt_fd, wt_parts, checked.parts, fds)
-                shown = display_name(str(checked)) or "."
-                if kind == "dir":
+                fd, file_stat = self._resolve(wt_fd, wt_parts, checked.parts, fds)
+                if file_stat is None:
                     entries, omitted = list_directory(fd, LIST_LIMIT)
                     return FileListing(entries, omitted)
                 outcome = read_text(fd, max(0, max_chars))
                 if isinstance(outcome, Msg):
                     return FileRefused(msg("files.not_text", path=shown, why=outcome))
                 text, truncated, total = outcome
-                return FileText(shown, text, truncated, total, st.st_size)
+                return FileText(shown, text, truncated, total, file_stat.st_size)
             except _Refusal as refusal:
                 return FileRefused(refusal.reason)
             except OSError as exc:  # anything unforeseen (EIO, ENOMEM...): still a refusal
-                return FileRefused(_os_error(display_name(str(checked)) or ".", exc).reason)
+                return FileRefused(_os_error(shown, exc).reason)
 
     # ---- locating the worktree (FIL-5) ---------------------------------------------
 
@@ -217,7 +217,9 @@ class WorktreeFiles:
         wt_parts: tuple[str, ...],
         parts: tuple[str, ...],
         fds: contextlib.ExitStack,
-    ) -> tuple[str, int, os.stat_result]:
+    ) -> tuple[int, os.stat_result | None]:
+        """The descriptor `parts` names below the worktree, with the file's fstat (taken
+        once it was opened), or None when it is a directory."""
         stack: list[int] = [wt_fd]
         names: list[str] = []  # the logical path below the worktree, parallel to stack[1:]
         pending: deque[str] = deque(parts)
@@ -260,7 +262,7 @@ class WorktreeFiles:
             if stat.S_ISDIR(st.st_mode):
                 if len(stack) > MAX_DEPTH:  # bounds the descriptors one read holds
                     raise _Refusal(msg("files.too_deep", path=requested, limit=MAX_DEPTH))
-                fd = self._open_checked(stack[-1], name, _DIR_FLAGS, st, here, fds)
+                fd, _ = self._open_checked(stack[-1], name, _DIR_FLAGS, st, here, fds)
                 stack.append(fd)
                 names.append(name)
                 continue
@@ -268,9 +270,8 @@ class WorktreeFiles:
                 raise _Refusal(msg("files.not_a_directory", path=requested, component=here))
             if not stat.S_ISREG(st.st_mode):
                 raise _Refusal(msg("files.not_regular", path=here, what=_kind_of(st.st_mode)))
-            fd = self._open_checked(stack[-1], name, _FILE_FLAGS, st, here, fds)
-            return "file", fd, os.fstat(fd)
-        return "dir", stack[-1], os.fstat(stack[-1])
+            return self._open_checked(stack[-1], name, _FILE_FLAGS, st, here, fds)
+        return stack[-1], None
 
     @staticmethod
     def _open_checked(
@@ -280,8 +281,9 @@ class WorktreeFiles:
         seen: os.stat_result,
         here: str,
         fds: contextlib.ExitStack,
-    ) -> int:
-        """Open `name` and prove it is the object `seen` by lstat (Rule 2)."""
+    ) -> tuple[int, os.stat_result]:
+        """Open `name` and prove it is the object `seen` by lstat (Rule 2); returns the
+        descriptor and its fstat."""
         try:
             fd = os.open(name, flags, dir_fd=parent)
         except FileNotFoundError as exc:
@@ -297,4 +299,4 @@ class WorktreeFiles:
             now.st_mode
         ) != stat.S_IFMT(seen.st_mode):
             raise _Refusal(msg("files.changed", path=here))
-        return fd
+        return fd, now

@@ -69,19 +69,18 @@ def _make_converter() -> cattrs.Converter:
     conv.register_unstructure_hook(Msg, _msg_out)
     conv.register_structure_hook(Msg, _msg_in)
 
-    def structure_factory(cls: Any) -> Any:
-        renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
-        make: Any = make_dict_structure_fn
-        return make(cls, conv, **renames)
+    def camel_case(make: Any) -> Any:
+        """A hook factory building `make`'s function with camelCase keys (Rule 1)."""
 
-    def unstructure_factory(cls: Any) -> Any:
-        renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
-        make: Any = make_dict_unstructure_fn
-        return make(cls, conv, **renames)
+        def factory(cls: Any) -> Any:
+            renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
+            return make(cls, conv, **renames)
+
+        return factory
 
     is_ours = lambda cls: attrs.has(cls) and cls is not Msg  # noqa: E731
-    conv.register_structure_hook_factory(is_ours, structure_factory)
-    conv.register_unstructure_hook_factory(is_ours, unstructure_factory)
+    conv.register_structure_hook_factory(is_ours, camel_case(make_dict_structure_fn))
+    conv.register_unstructure_hook_factory(is_ours, camel_case(make_dict_unstructure_fn))
     configure_tagged_union(Event, conv, tag_generator=_kebab, tag_name="type")
     return conv
 

@@ -109,11 +109,13 @@ def _wrong_type(expected: str, value: object, path: str, issues: Issues) -> _Inv
     return INVALID
 
 
-def string(*, nonblank: bool = True) -> Checker:
+def string() -> Checker:
+    """A string with at least one non-whitespace character."""
+
     def check(value: object, path: str, issues: Issues) -> object:
         if not isinstance(value, str):
             return _wrong_type("plan.t.string", value, path, issues)
-        if nonblank and not value.strip():
+        if not value.strip():
             issues.add(path, msg("plan.blank"))
             return INVALID
         return value

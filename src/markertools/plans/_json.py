@@ -49,17 +49,21 @@ def _pairs(pairs: list[tuple[str, object]]) -> JsonObject:
     return obj
 
 
+def _bad(text: str) -> BadNumber:
+    return BadNumber(text if len(text) <= 40 else text[:37] + "...")
+
+
 def _int(text: str) -> int | BadNumber:
     digits = text.lstrip("-")
     if len(digits) > MAX_INT_DIGITS:
-        return BadNumber(text if len(text) <= 40 else text[:37] + "...")
+        return _bad(text)
     return int(text)
 
 
 def _float(text: str) -> float | BadNumber:
     value = float(text)
     if math.isinf(value):
-        return BadNumber(text if len(text) <= 40 else text[:37] + "...")
+        return _bad(text)
     return value
 
 

@@ -34,9 +34,9 @@ def enqueue(
     detail: Msg | None = None,
 ) -> RunState:
     """Add a notice due now; a decision/reminder notice replaces the role's pending one."""
-    outbox = state.outbox
-    if kind in DECISION_NOTICES:
-        outbox = tuple(n for n in outbox if not (n.kind in DECISION_NOTICES and n.role == role))
+    outbox = (
+        _without_decision_notices(state.outbox, role) if kind in DECISION_NOTICES else state.outbox
+    )
     notice = Notice(
         event_id=f"{state.run_id}:n{state.next_notice}",
         kind=kind,
@@ -69,9 +69,12 @@ def drop_stale(state: RunState) -> RunState:
     return state if len(kept) == len(state.outbox) else attrs.evolve(state, outbox=kept)
 
 
+def _without_decision_notices(outbox: tuple[Notice, ...], role: str | None) -> tuple[Notice, ...]:
+    return tuple(n for n in outbox if not (n.kind in DECISION_NOTICES and n.role == role))
+
+
 def drop_role_notices(state: RunState, role: str) -> RunState:
-    kept = tuple(n for n in state.outbox if not (n.kind in DECISION_NOTICES and n.role == role))
-    return attrs.evolve(state, outbox=kept)
+    return attrs.evolve(state, outbox=_without_decision_notices(state.outbox, role))
 
 
 def due_notices(state: RunState, now: float) -> tuple[Notice, ...]:

@@ -115,12 +115,8 @@ def _role_name(value: object, path: str, issues: Issues) -> object:
     return got
 
 
-def _rng(name: str) -> tuple[int, int | None]:
-    return RANGES[name]
-
-
 def _int_field(name: str, required: bool = True) -> Field:
-    return Field(name, integer(*_rng(name)), required)
+    return Field(name, integer(*RANGES[name]), required)
 
 
 ROLE_FIELDS: Final[tuple[Field, ...]] = (
@@ -136,7 +132,7 @@ ROLE_FIELDS: Final[tuple[Field, ...]] = (
     Field("existingThreadId", string(), required=False),
 )
 QUOTA_FIELDS: Final[tuple[Field, ...]] = (
-    Field("stopAtLeftPercent", number(*_rng("stopAtLeftPercent")), required=False),
+    Field("stopAtLeftPercent", number(*RANGES["stopAtLeftPercent"]), required=False),
     Field("bucket", string(), required=False),
     _int_field("windowMinutes", required=False),
 )
@@ -148,7 +144,7 @@ SUPERVISION_FIELDS: Final[tuple[Field, ...]] = (
 PROPOSAL_FIELDS: Final[tuple[Field, ...]] = (
     Field("goal", string()),
     Field("plan", string()),
-    Field("workers", list_of(obj(ROLE_FIELDS), *_rng("workers"))),
+    Field("workers", list_of(obj(ROLE_FIELDS), *RANGES["workers"])),
     Field("quota", obj(QUOTA_FIELDS)),
     _int_field("maxTurns"),
     _int_field("timeoutMs"),

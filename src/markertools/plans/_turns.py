@@ -28,7 +28,8 @@ from markertools.plans._events import (
     TurnStarted,
 )
 from markertools.plans._fields import quote
-from markertools.plans._machines import LIVE_ROLE_STATES, RUN_MACHINE, Illegal, transition
+from markertools.plans._machines import RUN_MACHINE, Illegal, transition
+from markertools.plans._queries import live_turns
 from markertools.plans._runops import (
     Result,
     decision_gate,
@@ -65,7 +66,7 @@ def launch(state: RunState, ev: Launch, now: float) -> Result:
         return state, Refused(
             msg("plan.deps_unfinished", role=quote(role.name), dep=quote(missing[0]))
         )
-    live = sum(1 for r in state.roles if r.status in LIVE_ROLE_STATES)
+    live = live_turns(state)
     if live >= state.max_concurrent:
         return state, Refused(msg("plan.concurrency", n=live, max=state.max_concurrent))
     limit = state.proposal.max_turns

@@ -32,24 +32,28 @@ from markertools_adapters.world import World, WorldFileError, loads_world, world
 from markertools_adapters.worlddiff import world_changes
 
 
-def read_text(source: str) -> str:
-    """A transcript: a file path, or `-` for stdin; UTF-8 (a BOM is dropped)."""
+def read_text(source: str, label: str | None = None) -> str:
+    """A transcript: a file path, or `-` for stdin; UTF-8 (a BOM is dropped). Errors name
+    `label` (default: the source itself)."""
+    shown = source if label is None else label
     try:
         data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     except OSError as exc:
-        raise UsageFailure(f"{source}: cannot read: {exc.strerror or exc}") from None
+        raise UsageFailure(f"{shown}: cannot read: {exc.strerror or exc}") from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UsageFailure(f"{source}: not UTF-8 text (byte {exc.start})") from None
+        raise UsageFailure(f"{shown}: not UTF-8 text (byte {exc.start})") from None
 
 
-def load_world_path(path: Path) -> World:
-    text = read_text(str(path))
+def load_world_path(path: Path, label: str | None = None) -> World:
+    """The world file at `path` (`-` = stdin); errors name `label` (default: the path)."""
+    shown = str(path) if label is None else label
+    text = read_text(str(path), shown)
     try:
         return loads_world(text)
     except WorldFileError as exc:
-        raise UsageFailure(f"{path}: {exc}") from None
+        raise UsageFailure(f"{shown}: {exc}") from None
 
 
 def fresh_store(world: World) -> Any:
@@ -131,6 +135,24 @@ def entries_json(report: DeliveryReport) -> list[dict[str, Any]]:
         }
         for e in report.entries
     ]
+
+
+def deliver_json(report: DeliveryReport, after: World) -> dict[str, Any]:
+    """The `deliver --json` document (CLI.md)."""
+    return {
+        "delivered": report.delivered,
+        "entries": entries_json(report),
+        "message": report.message,
+        "followups": list(report.followups),
+        "world": world_to_json(after),
+    }
+
+
+def close_store(store: Any) -> None:
+    """Close `store` if it holds a connection (MemoryStore has nothing to close)."""
+    close = getattr(store, "close", None)
+    if callable(close):
+        close()
 
 
 def human_output(sender: str, report: DeliveryReport, before: World, after: World) -> str:
@@ -272,19 +294,9 @@ def run_deliver(
         if db is not None and recorded is not None:
             store.set_world_now(clock.now())
     finally:
-        close = getattr(store, "close", None)
-        if callable(close):
-            close()
+        close_store(store)
     if as_json:
-        emit_json(
-            {
-                "delivered": report.delivered,
-                "entries": entries_json(report),
-                "message": report.message,
-                "followups": list(report.followups),
-                "world": world_to_json(after),
-            }
-        )
+        emit_json(deliver_json(report, after))
     else:
         sys.stdout.write(human_output(sender, report, before, after) + "\n")
 

@@ -28,7 +28,7 @@ from markertools._report import DeliveryReport
 from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.wiring import store_ports
-from markertools_adapters.world import World, loads_world, world_to_json
+from markertools_adapters.world import World, loads_world
 
 DEMO_SENDER: Final[str] = "t-lead"
 DEMO_SEED: Final[int] = 20261229
@@ -113,22 +113,14 @@ def demo_command(
         return
     if locale not in LOCALES:
         fail(f"--locale {locale!r}: expected one of {', '.join(LOCALES)}")
-    from markertools_adapters.cli.cmd_deliver import entries_json, human_output
+    from markertools_adapters.cli.cmd_deliver import deliver_json, human_output
 
     try:
         report, before, after = run_demo(locale=locale, keep=keep)
     except UsageFailure as exc:
         fail(str(exc))
     if as_json:
-        emit_json(
-            {
-                "delivered": report.delivered,
-                "entries": entries_json(report),
-                "message": report.message,
-                "followups": list(report.followups),
-                "world": world_to_json(after),
-            }
-        )
+        emit_json(deliver_json(report, after))
         return
     sys.stdout.write(_intro(before) + "\n")
     sys.stdout.write(human_output(DEMO_SENDER, report, before, after) + "\n")

@@ -15,7 +15,7 @@ import typer
 
 from markertools.plans import (
     NotJson,
-    ProposalCheck,
+    Proposal,
     Schedule,
     ScheduleError,
     schedule,
@@ -50,18 +50,20 @@ def _thread_cwds(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _check(file: str, thread_cwd: list[str] | None, locale: str) -> ProposalCheck:
+def _valid_proposal(
+    file: str, thread_cwd: list[str] | None, locale: str, as_json: bool
+) -> Proposal:
+    """The validated proposal in `file`; an invalid one is reported here (exit 1)."""
     if locale not in ("en", "zh"):
         fail(f"--locale must be 'en' or 'zh', got {locale!r}")
     cwds = _thread_cwds(thread_cwd)
     text = _read_text(file)
     try:
-        return validate_proposal_text(text, thread_cwds=cwds)
+        check = validate_proposal_text(text, thread_cwds=cwds)
     except NotJson as exc:
         fail(f"{file}: {exc}")
-
-
-def _report_invalid(check: ProposalCheck, as_json: bool, locale: str) -> None:
+    if check.proposal is not None and not check.issues:
+        return check.proposal
     if as_json:
         emit_json({"valid": False, "errors": [i.to_json(locale) for i in check.issues]})
     else:
@@ -80,14 +82,11 @@ def validate_cmd(
     locale: Annotated[str, typer.Option("--locale", help=_LOCALE_HELP)] = "en",
 ) -> None:
     """Validate an orchestration proposal (SPEC §11); exit 0 valid, 1 invalid."""
-    check = _check(file, thread_cwd, locale)
-    if check.proposal is None or check.issues:
-        _report_invalid(check, as_json, locale)
-        return
+    proposal = _valid_proposal(file, thread_cwd, locale, as_json)
     if as_json:
         emit_json({"valid": True, "errors": []})
         return
-    order = topological_order(check.proposal)
+    order = topological_order(proposal)
     typer.echo(f"valid proposal: {len(order)} role{'s' if len(order) != 1 else ''}")
     typer.echo(f"  order: {' -> '.join(order)}")
 
@@ -129,11 +128,7 @@ def schedule_cmd(
     locale: Annotated[str, typer.Option("--locale", help=_LOCALE_HELP)] = "en",
 ) -> None:
     """The roles ready to run once the named roles finished (PLN-5)."""
-    check = _check(file, thread_cwd, locale)
-    if check.proposal is None or check.issues:
-        _report_invalid(check, as_json, locale)
-        return
-    proposal = check.proposal
+    proposal = _valid_proposal(file, thread_cwd, locale, as_json)
     done = [*(finished or []), *(more or [])]
     try:
         result = schedule(proposal, dict.fromkeys(done, ""), running or (), max_concurrent)

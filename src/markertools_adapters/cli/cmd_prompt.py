@@ -12,7 +12,6 @@
 #   Rule 3: nothing is written to the world or database.
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,46 +21,17 @@ import typer
 from markertools._inject import START_KINDS, FirstTurnPrompt
 from markertools._msg import LOCALES
 from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
+from markertools_adapters.cli.cmd_deliver import close_store, load_world_path, open_db
 from markertools_adapters.clock import SystemRandom
 from markertools_adapters.first_turn import first_turn_prompt
-from markertools_adapters.world import WorldFileError, loads_world
 
 GOAL_SEPARATOR = "--- goal ---"
 
 
 def _read_world_store(path: Path) -> Any:
-    try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    except OSError as exc:
-        raise UsageFailure(f"--world {path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UsageFailure(f"--world {path}: not UTF-8 text (byte {exc.start})") from None
-    try:
-        world = loads_world(text)
-    except WorldFileError as exc:
-        raise UsageFailure(f"--world {path}: {exc}") from None
     from markertools_adapters.memory import MemoryStore
 
-    return MemoryStore.from_world(world)
-
-
-def _open_db(path: Path | str) -> Any:
-    """An existing database: a SQLite file or a postgresql:// URL (as `deliver --db`)."""
-    try:
-        stores = importlib.import_module("markertools_adapters.stores")
-    except ImportError:
-        raise UsageFailure("--db: storage adapters not available in this build") from None
-    url = stores.is_postgres_url(path)
-    if not url and not Path(path).exists():
-        raise UsageFailure(f"--db {path}: no such database (create one with `world load`)")
-    try:  # must_exist: an empty or foreign file / schema is refused, never turned into one
-        return stores.open_db(path if url else Path(path), must_exist=True)
-    except ImportError as exc:
-        raise UsageFailure(f"--db: storage adapter not available in this build ({exc})") from None
-    except Exception as exc:
-        raise UsageFailure(f"--db {stores.redact(path)}: cannot open: {exc}") from None
+    return MemoryStore.from_world(load_world_path(path, f"--world {path}"))
 
 
 def prompt_json(task_id: str, start: str, locale: str, out: FirstTurnPrompt) -> dict[str, Any]:
@@ -95,7 +65,7 @@ def run_prompt(
     if world is not None and db is None:
         store = _read_world_store(world)
     elif db is not None and world is None:
-        store = _open_db(db)
+        store = open_db(db)
     else:
         raise UsageFailure("give exactly one of --world WORLD.json or --db PATH")
     try:
@@ -113,9 +83,7 @@ def run_prompt(
             locale=locale,
         )
     finally:
-        close = getattr(store, "close", None)
-        if callable(close):
-            close()
+        close_store(store)
     if as_json:
         emit_json(prompt_json(task_id, start, locale, out))
         return

@@ -28,7 +28,7 @@ from markertools_adapters.codex._lines import (
     Line,
     LineReader,
     LineSplitter,
-    load_object,
+    line_object,
 )
 from markertools_adapters.codex._records import (
     ENDING_STATUSES,
@@ -91,14 +91,9 @@ class AppServerTurnReader(LineReader):
     # ---- lines and messages --------------------------------------------------------
 
     def _line(self, line: Line, out: list[CodexTurn]) -> None:
-        if line.text is None:
-            self._problem(line.number, line.problem or "unreadable line", None, None)
-            return
-        obj, reason = load_object(line.text)
+        obj, reason = line_object(line)
         if obj is None:
-            if line.unterminated:
-                reason = f"{reason} (last line has no newline: truncated?)"
-            self._problem(line.number, reason or "not JSON", None, None)
+            self._problem(line.number, reason, None, None)
             return
         if line.problem is not None:  # repaired UTF-8: it matters only to a turn event
             key = _key_of(obj)

@@ -19,11 +19,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import BinaryIO, Final, Protocol
+from typing import BinaryIO, Final
 
 import attrs
 
 from markertools_adapters.codex._appserver import AppServerTurnReader
+from markertools_adapters.codex._lines import LineReader
 from markertools_adapters.codex._records import (
     STATUS_INTERRUPTED,
     CodexProblem,
@@ -44,17 +45,6 @@ ZSTD_HINT: Final = (
 
 class CodexInputError(Exception):
     """The file cannot be read at all (missing, unreadable, or compressed without zstandard)."""
-
-
-class _Reader(Protocol):
-    problems: list[CodexProblem]
-
-    @property
-    def lines_seen(self) -> int: ...
-
-    def feed(self, data: bytes | bytearray | str) -> list[CodexTurn]: ...
-
-    def close(self) -> list[CodexTurn]: ...
 
 
 def read_app_server_events(path: str | os.PathLike[str]) -> CodexTranscript:
@@ -89,7 +79,7 @@ def thread_id_from_name(path: Path) -> str | None:
     return match.group(1).lower() if match else None
 
 
-def _drain(reader: _Reader, path: Path) -> tuple[list[CodexTurn], list[CodexProblem]]:
+def _drain(reader: LineReader, path: Path) -> tuple[list[CodexTurn], list[CodexProblem]]:
     turns: list[CodexTurn] = []
     with _open(path) as fh:
         chunks = _zstd_chunks(fh) if path.name.endswith(".zst") else _plain_chunks(fh)

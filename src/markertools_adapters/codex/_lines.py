@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import attrs
 
-from markertools_adapters.codex._records import CodexTurn
+from markertools_adapters.codex._records import CodexProblem, CodexTurn
 
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 
@@ -124,6 +124,18 @@ def load_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
+def line_object(line: Line) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object on a split line, or None and the problem to report for it."""
+    if line.text is None:
+        return None, line.problem or "unreadable line"
+    obj, reason = load_object(line.text)
+    if obj is None:
+        if line.unterminated:
+            reason = f"{reason} (last line has no newline: truncated?)"
+        return None, reason or "not JSON"
+    return obj, ""
+
+
 def _json_type(value: object) -> str:
     if isinstance(value, list):
         return "an array"
@@ -144,9 +156,11 @@ def _one_line(text: str, limit: int = 200) -> str:
 class LineReader:
     """The input half both Codex readers share: `feed` splits chunks into numbered lines
     and hands each to `_line`; `close` (once) flushes the final unterminated line, then
-    lets the reader end what is still open (`_finish`). Subclasses set `_splitter`."""
+    lets the reader end what is still open (`_finish`). Subclasses set `_splitter` and
+    `problems`."""
 
     _splitter: LineSplitter
+    problems: list[CodexProblem]
     _closed: bool = False
 
     @property

@@ -28,7 +28,7 @@ from markertools_adapters.codex._lines import (
     Line,
     LineReader,
     LineSplitter,
-    load_object,
+    line_object,
 )
 from markertools_adapters.codex._records import (
     STATUS_COMPLETED,
@@ -89,14 +89,9 @@ class RolloutTurnReader(LineReader):
     # ---- lines ---------------------------------------------------------------------
 
     def _line(self, line: Line, out: list[CodexTurn]) -> None:
-        if line.text is None:
-            self._problem(line.number, line.problem or "unreadable line")
-            return
-        obj, reason = load_object(line.text)
+        obj, reason = line_object(line)
         if obj is None:
-            if line.unterminated:
-                reason = f"{reason} (last line has no newline: truncated?)"
-            self._problem(line.number, reason or "not JSON")
+            self._problem(line.number, reason)
             return
         if line.problem is not None:
             self._problem(line.number, line.problem, taint=_carries_turn_text(obj))

@@ -98,6 +98,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def _write_synced(path: Path, flags: int, data: bytes) -> None:
+    """Open `path` (mode 0600 when created), write all of `data`, fsync, close."""
+    fd = os.open(path, flags, 0o600)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @attrs.frozen
 class LoggedEvent:
     seq: int
@@ -135,12 +145,7 @@ class PlanStore:
 
     def _write_temp(self, path: Path, data: bytes) -> Path:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_synced(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, data)
         self._probe("record-written")
         return tmp
 
@@ -207,12 +212,7 @@ class PlanStore:
             "event": event_to_json(entry.event),
         }
         data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        fd = os.open(self.log_path(run_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_synced(self.log_path(run_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, data)
         self._probe("log-appended")
 
     def read_events(self, run_id: str, *, repair: bool = False) -> list[LoggedEvent]:

@@ -19,6 +19,7 @@ from markertools_adapters.postgres._schema import (
     SchemaTooNew,
 )
 from markertools_adapters.postgres._store import PostgresStore
+from markertools_adapters.stores import is_postgres_url
 from markertools_adapters.world import World
 
 __all__ = [
@@ -33,11 +34,6 @@ __all__ = [
     "is_postgres_url",
     "open_store",
 ]
-
-
-def is_postgres_url(text: str) -> bool:
-    """True for a `postgresql://` or `postgres://` connection URL."""
-    return text.startswith(("postgresql://", "postgres://"))
 
 
 def open_store(

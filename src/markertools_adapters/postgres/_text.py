@@ -26,7 +26,6 @@ from typing import Final
 
 _ENCODE: Final[dict[int, str]] = {0: "\x01\x01", 1: "\x01\x02"}
 _ESCAPE: Final[re.Pattern[str]] = re.compile("\x01([\x01\x02])")
-SPECIAL: Final[frozenset[str]] = frozenset("\x00\x01\x02")
 
 
 def enc(text: str) -> str:

@@ -50,16 +50,13 @@ def create_store_from_world(
         except FileExistsError:
             raise FileExistsError(f"{path}: already exists (refusing to overwrite it)") from None
         os.close(fd)
+    store: SqliteStore | None = None
     try:
         store = SqliteStore(path, busy_timeout=busy_timeout)
-    except BaseException:
-        if not in_memory:
-            _remove_database(Path(path))
-        raise
-    try:
         store.load_world(world)
     except BaseException:
-        store.close()
+        if store is not None:
+            store.close()
         if not in_memory:
             _remove_database(Path(path))
         raise

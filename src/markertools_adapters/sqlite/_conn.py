@@ -104,13 +104,8 @@ class Connection:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            try:
                 conn.execute("COMMIT")
-            except BaseException:
+            except BaseException:  # the block or the COMMIT failed
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise

@@ -216,7 +216,8 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 
 
-def _version(conn: sqlite3.Connection) -> int:
+def read_version(conn: sqlite3.Connection) -> int:
+    """The database's schema version (0 = empty / never migrated)."""
     exists = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
     ).fetchone()
@@ -235,18 +236,13 @@ def _foreign_tables(conn: sqlite3.Connection) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-def read_version(conn: sqlite3.Connection) -> int:
-    """The database's schema version (0 = empty / never migrated)."""
-    return _version(conn)
-
-
 def migrate(conn: sqlite3.Connection, *, target: int = LATEST_VERSION) -> int:
     """Apply the missing steps up to `target` (default: all). Returns the version reached.
 
     `conn` must be in autocommit mode (isolation_level=None). Raises SchemaTooNew for a
     database written by a newer markertools and SchemaError for a file that holds tables
     but no schema_version (not a markertools database)."""
-    current = _version(conn)
+    current = read_version(conn)
     if current > LATEST_VERSION:
         raise SchemaTooNew(
             f"database schema version {current} is newer than this markertools supports "
@@ -255,7 +251,7 @@ def migrate(conn: sqlite3.Connection, *, target: int = LATEST_VERSION) -> int:
     while current < target:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            current = _version(conn)  # another process may have migrated meanwhile
+            current = read_version(conn)  # another process may have migrated meanwhile
             if current >= target:
                 conn.execute("COMMIT")
                 break
