@@ -1,11 +1,11 @@
 # Fresh machine: Python 3.11+ with pip and venv. `make demo` runs the main job,
-# `make test` runs the whole check (ruff, mypy --strict, pytest). Both create and
+# `make test` runs the whole check (ruff, mypy --strict, the rule-coverage check, pytest). Both create and
 # fill the local virtualenv .venv first.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck rules pytest bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,14 @@ demo: $(VENV)/.installed
 	$(BIN)/markertools demo
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff check src tests bench examples scripts
 
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy --strict src
+
+# Every rule of docs/rules.md is named by a test (or on the script's shrinking allow-list).
+rules: $(VENV)/.installed
+	$(BIN)/python scripts/rulecheck.py
 
 # The tests run against a real throwaway PostgreSQL server too (installed on Debian
 # when missing, started on a loopback port, removed afterwards); the wrapper fails
@@ -28,7 +32,7 @@ typecheck: $(VENV)/.installed
 pytest: $(VENV)/.installed
 	scripts/with_postgres.sh $(BIN)/python -m pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck rules pytest
 
 bench: $(VENV)/.installed
 	HYPOTHESIS_PROFILE=thorough $(BIN)/python bench/run_all.py

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from markertools._model import PermissionGrant, Project, Task
-from markertools._params import (
+from markertools.domain.model import PermissionGrant, Project, Task
+from markertools.parse.params import (
     TaskCancelParams,
     TaskCreateParams,
     TaskPollParams,
     WaitThreadsParams,
 )
-from markertools._plan import Command, TurnPlan
+from markertools.parse.plan import Command, TurnPlan
 from markertools_adapters.world import World
 
 PROJECT = "p"

@@ -13,7 +13,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from markertools._model import Task
+from markertools.domain.model import Task
 from markertools_adapters.worktrees import WorktreeFiles
 
 

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 
 from markertools import parse_turn
-from markertools._extract import extract_blocks
+from markertools.parse.blocks import extract_blocks
 
 PROSE_EN = [
     "The worker reads the whole answer after the turn completes and runs every marker block it finds.",
@@ -225,7 +225,7 @@ def parse_turn_modules() -> tuple[bool, bool]:
     code = (
         "import sys, bench_parse as b, markertools\n"
         "markertools.parse_turn(b.transcript(100_000, 20, seed=1))\n"
-        "print(int(any(m.startswith('markertools._deliver') for m in sys.modules)),"
+        "print(int(any(m.startswith('markertools.deliver') for m in sys.modules)),"
         " int('markdown_it' in sys.modules))"
     )
     here = os.path.dirname(os.path.abspath(__file__))

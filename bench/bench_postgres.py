@@ -36,9 +36,9 @@ from typing import Any
 from _common import NOW, PROJECT, USER, bench_world, typical_plan  # the same typical turn
 
 from markertools import deliver_turn
-from markertools._model import Task
-from markertools._params import WaitThreadsParams
-from markertools._plan import Command, TurnPlan
+from markertools.domain.model import Task
+from markertools.parse.params import WaitThreadsParams
+from markertools.parse.plan import Command, TurnPlan
 from markertools_adapters.clock import SeededRandom, SystemClock, SystemRandom, VirtualClock
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World

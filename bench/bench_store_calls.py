@@ -18,7 +18,7 @@ from typing import Any
 from _common import turn_plan
 
 from markertools import Command, PermissionGrant, Task, TurnPlan, deliver_turn
-from markertools._params import WaitThreadsParams
+from markertools.parse.params import WaitThreadsParams
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports

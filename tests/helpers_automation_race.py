@@ -1,4 +1,4 @@
-"""Worker processes for tests/test_sqlite_automation_race.py (imported by spawned
+"""Worker processes for tests/adapters/sqlite/test_sqlite_automation_race.py (imported by spawned
 children). Every worker first reads the project's active automation names, then waits
 at a barrier until EVERY worker has read them - so all of them saw the name free - and
 only then registers it: the check-then-insert race of two concurrent deliveries, made
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from markertools import deliver_turn
-from markertools._model import Automation, PermissionGrant, Project, Task
-from markertools._ports import AutomationNameTaken
+from markertools.domain.model import Automation, PermissionGrant, Project, Task
+from markertools.domain.ports import AutomationNameTaken
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.sqlite import SqliteStore, create_store_from_world
 from markertools_adapters.wiring import store_ports

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from markertools import deliver_turn
-from markertools._model import Automation, PermissionGrant, Project, Task
-from markertools._schedule import next_run_at
+from markertools.domain.model import Automation, PermissionGrant, Project, Task
+from markertools.domain.schedule import next_run_at
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.sqlite import SqliteStore, create_store_from_world
 from markertools_adapters.wiring import store_ports

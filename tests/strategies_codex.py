@@ -1,7 +1,7 @@
 """Builders and Hypothesis strategies for Codex app-server streams and rollout files.
 
 The builders write messages exactly as the app-server v2 protocol shapes them (camelCase
-params, `threadId`/`turnId`, `ThreadItem` items); `tests/test_codex_appserver.py` checks
+params, `threadId`/`turnId`, `ThreadItem` items); `tests/adapters/codex/test_codex_appserver.py` checks
 them against the upstream JSON Schemas so the strategies stay honest.
 """
 

@@ -22,7 +22,7 @@ from markertools import (
     TurnPlan,
     deliver_turn,
 )
-from markertools._model import (
+from markertools.domain.model import (
     EFFORTS,
     EXECUTORS,
     PERMISSIONS,
@@ -36,14 +36,14 @@ from markertools._model import (
     Quota,
     Todo,
 )
-from markertools._params import (
+from markertools.domain.ports import KillResult
+from markertools.parse.params import (
     TaskCancelParams,
     TaskCreateParams,
     TaskPollParams,
     TaskRetryParams,
     WaitThreadsParams,
 )
-from markertools._ports import KillResult
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports

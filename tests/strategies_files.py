@@ -8,8 +8,8 @@ from pathlib import Path
 import attrs
 
 from markertools import Command, DeliveryReport, TurnPlan, deliver_turn
-from markertools._model import PermissionGrant, Task
-from markertools._ports import (
+from markertools.domain.model import PermissionGrant, Task
+from markertools.domain.ports import (
     FileAnswer,
     FileListing,
     FileRefused,

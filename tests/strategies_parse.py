@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from markertools._nearmiss import ORDINARY, classify
+from markertools.parse.nearmiss import ORDINARY, classify
 
 INFOS = [
     "task-create", "task-poll", "task-read", "read-thread", "read_thread", "wait-threads",
@@ -112,7 +112,7 @@ def block(kind: str, body: str) -> str:
 
 # ---- bodies drawn from a kind's JSON Schema --------------------------------------------
 # hypothesis-jsonschema does not run with this Hypothesis version, so this interprets the
-# subset of JSON Schema that `markertools._schema` emits (type, enum, string lengths and
+# subset of JSON Schema that `markertools.parse.schema` emits (type, enum, string lengths and
 # patterns, integer / number bounds, arrays, anyOf, and the object-level required /
 # oneOf-required / anyOf-required constraints). Tests still validate every drawn body
 # with `jsonschema`, so a gap here can only make a test weaker, never wrong.

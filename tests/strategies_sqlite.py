@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from markertools._model import (
+from markertools.domain.model import (
     PERMISSIONS,
     TASK_STATUSES,
     TODO_PRIORITIES,
@@ -202,10 +202,10 @@ worlds = st.builds(
 
 
 def _valid_record(record: Any) -> Any:
-    """The nearest record a world FILE accepts (CLI.md enumerations, non-empty ids)."""
+    """The nearest record a world FILE accepts (docs/cli.md enumerations, non-empty ids)."""
     import attrs
 
-    from markertools._model import EFFORTS, EXECUTORS
+    from markertools.domain.model import EFFORTS, EXECUTORS
 
     changes: dict[str, Any] = {}
     for key in ("id", "project_id", "task_id", "user", "project"):

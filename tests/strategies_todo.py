@@ -12,7 +12,7 @@ import attrs
 from hypothesis import strategies as st
 
 from markertools import Ports
-from markertools._model import (
+from markertools.domain.model import (
     TODO_PRIORITIES,
     TODO_STATUSES,
     Attempt,
@@ -24,7 +24,7 @@ from markertools._model import (
     Task,
     Todo,
 )
-from markertools._ports import KillResult
+from markertools.domain.ports import KillResult
 from markertools_adapters.world import World
 
 NOW = 1_798_333_200.0  # 2026-12-27T09:00:00+08:00

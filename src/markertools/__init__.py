@@ -17,11 +17,10 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs ~6 m
 if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at runtime
     from typing import Any
 
-    from markertools._decision import Allowed, Decision, Denied, PermissionAnswer
-    from markertools._deliver import deliver_turn
-    from markertools._framing import frame_data
-    from markertools._guide import render_guide
-    from markertools._model import (
+    from markertools.deliver.loop import deliver_turn
+    from markertools.deliver.report import DeliveryReport, ReportEntry
+    from markertools.domain.decision import Allowed, Decision, Denied, PermissionAnswer
+    from markertools.domain.model import (
         Attempt,
         AuditRecord,
         Automation,
@@ -35,10 +34,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         Task,
         Todo,
     )
-    from markertools._msg import Msg, msg
-    from markertools._parse import parse_turn
-    from markertools._plan import BlockIssue, Command, TurnPlan
-    from markertools._ports import (
+    from markertools.domain.ports import (
         AttemptLedger,
         AuditLog,
         AutomationNameTaken,
@@ -63,64 +59,68 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         TodoListing,
         TodoStore,
     )
-    from markertools._report import DeliveryReport, ReportEntry
-    from markertools._schema import body_schema, body_schemas
+    from markertools.inject.framing import frame_data
+    from markertools.parse.guide import render_guide
+    from markertools.parse.plan import BlockIssue, Command, TurnPlan
+    from markertools.parse.schema import body_schema, body_schemas
+    from markertools.parse.turn import parse_turn
+    from markertools.text.msg import Msg, msg
 
 # public name -> the module that defines it; `__all__` below lists the same names as a
-# literal for type checkers (tests/test_parse_imports.py checks the two agree)
+# literal for type checkers (tests/parse/test_parse_imports.py checks the two agree)
 _EXPORTS: dict[str, str] = {
-    "Allowed": "markertools._decision",
-    "Attempt": "markertools._model",
-    "AuditRecord": "markertools._model",
-    "Automation": "markertools._model",
-    "BlockIssue": "markertools._plan",
-    "Command": "markertools._plan",
-    "CostRow": "markertools._model",
-    "Decision": "markertools._decision",
-    "DeliveryReport": "markertools._report",
-    "Denied": "markertools._decision",
-    "Environment": "markertools._model",
-    "Followup": "markertools._model",
-    "LineageLink": "markertools._model",
-    "Msg": "markertools._msg",
-    "PermissionAnswer": "markertools._decision",
-    "PermissionGrant": "markertools._model",
-    "AttemptLedger": "markertools._ports",
-    "AuditLog": "markertools._ports",
-    "AutomationNameTaken": "markertools._ports",
-    "AutomationStore": "markertools._ports",
-    "ChangeWaiter": "markertools._ports",
-    "Clock": "markertools._ports",
-    "CostLookup": "markertools._ports",
-    "FileListing": "markertools._ports",
-    "FileRefused": "markertools._ports",
-    "FileText": "markertools._ports",
-    "FollowupQueue": "markertools._ports",
-    "KillResult": "markertools._ports",
-    "PermissionLookup": "markertools._ports",
-    "Ports": "markertools._ports",
-    "ProjectLookup": "markertools._ports",
-    "RandomSource": "markertools._ports",
-    "RequeueResult": "markertools._ports",
-    "TaskExecutor": "markertools._ports",
-    "TaskFiles": "markertools._ports",
-    "TaskListing": "markertools._ports",
-    "TaskStore": "markertools._ports",
-    "TodoListing": "markertools._ports",
-    "TodoStore": "markertools._ports",
-    "Project": "markertools._model",
-    "Quota": "markertools._model",
-    "ReportEntry": "markertools._report",
-    "Task": "markertools._model",
-    "Todo": "markertools._model",
-    "TurnPlan": "markertools._plan",
-    "body_schema": "markertools._schema",
-    "body_schemas": "markertools._schema",
-    "deliver_turn": "markertools._deliver",
-    "frame_data": "markertools._framing",
-    "msg": "markertools._msg",
-    "parse_turn": "markertools._parse",
-    "render_guide": "markertools._guide",
+    "Allowed": "markertools.domain.decision",
+    "Attempt": "markertools.domain.model",
+    "AuditRecord": "markertools.domain.model",
+    "Automation": "markertools.domain.model",
+    "BlockIssue": "markertools.parse.plan",
+    "Command": "markertools.parse.plan",
+    "CostRow": "markertools.domain.model",
+    "Decision": "markertools.domain.decision",
+    "DeliveryReport": "markertools.deliver.report",
+    "Denied": "markertools.domain.decision",
+    "Environment": "markertools.domain.model",
+    "Followup": "markertools.domain.model",
+    "LineageLink": "markertools.domain.model",
+    "Msg": "markertools.text.msg",
+    "PermissionAnswer": "markertools.domain.decision",
+    "PermissionGrant": "markertools.domain.model",
+    "AttemptLedger": "markertools.domain.ports",
+    "AuditLog": "markertools.domain.ports",
+    "AutomationNameTaken": "markertools.domain.ports",
+    "AutomationStore": "markertools.domain.ports",
+    "ChangeWaiter": "markertools.domain.ports",
+    "Clock": "markertools.domain.ports",
+    "CostLookup": "markertools.domain.ports",
+    "FileListing": "markertools.domain.ports",
+    "FileRefused": "markertools.domain.ports",
+    "FileText": "markertools.domain.ports",
+    "FollowupQueue": "markertools.domain.ports",
+    "KillResult": "markertools.domain.ports",
+    "PermissionLookup": "markertools.domain.ports",
+    "Ports": "markertools.domain.ports",
+    "ProjectLookup": "markertools.domain.ports",
+    "RandomSource": "markertools.domain.ports",
+    "RequeueResult": "markertools.domain.ports",
+    "TaskExecutor": "markertools.domain.ports",
+    "TaskFiles": "markertools.domain.ports",
+    "TaskListing": "markertools.domain.ports",
+    "TaskStore": "markertools.domain.ports",
+    "TodoListing": "markertools.domain.ports",
+    "TodoStore": "markertools.domain.ports",
+    "Project": "markertools.domain.model",
+    "Quota": "markertools.domain.model",
+    "ReportEntry": "markertools.deliver.report",
+    "Task": "markertools.domain.model",
+    "Todo": "markertools.domain.model",
+    "TurnPlan": "markertools.parse.plan",
+    "body_schema": "markertools.parse.schema",
+    "body_schemas": "markertools.parse.schema",
+    "deliver_turn": "markertools.deliver.loop",
+    "frame_data": "markertools.inject.framing",
+    "msg": "markertools.text.msg",
+    "parse_turn": "markertools.parse.turn",
+    "render_guide": "markertools.parse.guide",
 }
 
 __all__ = [

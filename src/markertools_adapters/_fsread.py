@@ -22,8 +22,8 @@ import os
 from collections.abc import Iterator
 from typing import Final
 
-from markertools._msg import Msg, msg
-from markertools._paths import display_name
+from markertools.deliver.paths import display_name
+from markertools.text.msg import Msg, msg
 
 READ_CHUNK: Final[int] = 64 * 1024
 SCAN_BYTES: Final[int] = 1024 * 1024  # files up to this size are checked whole

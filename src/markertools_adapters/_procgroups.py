@@ -38,8 +38,8 @@ from typing import IO, Any, Final
 
 import attrs
 
-from markertools._model import Task
-from markertools._ports import KillResult
+from markertools.domain.model import Task
+from markertools.domain.ports import KillResult
 
 _PROC: Final[Path] = Path("/proc")
 _NOFOLLOW: Final[int] = getattr(os, "O_NOFOLLOW", 0)

@@ -1,4 +1,4 @@
-# Owns: the TaskExecutor adapters (SPEC §12, CTL-2) a worker wires into `Ports.executor`:
+# Owns: the TaskExecutor adapters (docs/rules.md the ports, CTL-2) a worker wires into `Ports.executor`:
 #   NoopExecutor          signals nothing (the CLI default): signalled=False, says so
 #   LocalProcessExecutor  process groups (see _procgroups.py)
 #   DockerExecutor        containers, through the docker CLI
@@ -29,8 +29,8 @@ from typing import Final
 
 import attrs
 
-from markertools._model import Task
-from markertools._ports import KillResult, TaskExecutor
+from markertools.domain.model import Task
+from markertools.domain.ports import KillResult, TaskExecutor
 from markertools_adapters._procgroups import (
     GroupRecord,
     LocalProcessExecutor,

@@ -1,4 +1,4 @@
-# Owns: the worker-side glue of a claim (SPEC §8, §9): gather the first-turn injection
+# Owns: the worker-side glue of a claim (docs/rules.md INJ, ATT): gather the first-turn injection
 # inputs through the ports and assemble the prompt (`first_turn_prompt`), requeue a
 # platform-interrupted task through the attempts ledger without ever raising
 # (`platform_requeue`), and the permission-checked attempts timeline (`attempt_timeline`).
@@ -16,20 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from markertools._attempts import NO_CHECKPOINT, timeline_decision
-from markertools._decision import Denied, PermissionAnswer
-from markertools._deliver import summarize_error
-from markertools._inject import (
-    FRESH_STARTS,
-    INJECTED_TODOS,
-    FirstTurnPrompt,
-    InjectionInputs,
-    LookupFailed,
-    assemble_first_turn,
-)
-from markertools._model import UNFINISHED_TODO_STATUSES, Attempt, Project, Task, is_goal_task
-from markertools._msg import msg
-from markertools._ports import (
+from markertools.deliver.loop import summarize_error
+from markertools.domain.decision import Denied, PermissionAnswer
+from markertools.domain.model import UNFINISHED_TODO_STATUSES, Attempt, Project, Task, is_goal_task
+from markertools.domain.ports import (
     AttemptLedger,
     PermissionLookup,
     ProjectLookup,
@@ -39,6 +29,16 @@ from markertools._ports import (
     TodoListing,
     TodoStore,
 )
+from markertools.inject.attempts import NO_CHECKPOINT, timeline_decision
+from markertools.inject.first_turn import (
+    FRESH_STARTS,
+    INJECTED_TODOS,
+    FirstTurnPrompt,
+    InjectionInputs,
+    LookupFailed,
+    assemble_first_turn,
+)
+from markertools.text.msg import msg
 
 
 def gather_injection_inputs(

@@ -17,14 +17,10 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
-_URL: Final[re.Pattern[str]] = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
+from markertools_adapters._urls import is_postgres_url as is_postgres_url
+
 _PASSWORD_IN_URL: Final[re.Pattern[str]] = re.compile(r"^([a-z]+://[^:/@]*):[^@/]*@", re.IGNORECASE)
 _PASSWORD_PARAM: Final[re.Pattern[str]] = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
-
-
-def is_postgres_url(text: str | Path) -> bool:
-    """True for a `postgresql://` or `postgres://` connection URL (Rule 1)."""
-    return isinstance(text, str) and _URL.match(text) is not None
 
 
 def redact(text: str | Path) -> str:

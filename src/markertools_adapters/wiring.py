@@ -4,13 +4,13 @@
 #
 # Invariants: builds values only; never opens files, databases or processes itself.
 #   Rule 1: `StoragePorts` is exactly the intersection of the storage port Protocols of
-#           markertools._ports, so mypy checks that a store passed here implements every
-#           one of them (tests/test_wiring_types.py keeps the list complete).
+#           markertools.domain.ports, so mypy checks that a store passed here implements every
+#           one of them (tests/adapters/wiring/test_wiring_types.py keeps the list complete).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from markertools._ports import (
+from markertools.domain.ports import (
     AttemptLedger,
     AuditLog,
     AutomationStore,
@@ -49,7 +49,7 @@ def storage_port_methods() -> frozenset[str]:
     return frozenset(
         name
         for proto in StoragePorts.__mro__[1:]
-        if proto.__module__ == "markertools._ports"
+        if proto.__module__ == "markertools.domain.ports"
         for name in vars(proto)
         if not name.startswith("_")
     )

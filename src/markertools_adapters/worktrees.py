@@ -42,11 +42,11 @@ from collections import deque
 from pathlib import Path
 from typing import Final
 
-from markertools._decision import Denied
-from markertools._model import Task
-from markertools._msg import Msg, msg
-from markertools._paths import check_relative_path, display_name, task_id_component_problem
-from markertools._ports import FileAnswer, FileListing, FileRefused, FileText
+from markertools.deliver.paths import check_relative_path, display_name, task_id_component_problem
+from markertools.domain.decision import Denied
+from markertools.domain.model import Task
+from markertools.domain.ports import FileAnswer, FileListing, FileRefused, FileText
+from markertools.text.msg import Msg, msg
 from markertools_adapters._fsread import list_directory, read_text
 
 HOST_WORKTREES_DIR: Final[str] = "host-worktrees"

@@ -1,7 +1,7 @@
-# Owns: the `World` value (every record of a markertools world, as in CLI.md's world
+# Owns: the `World` value (every record of a markertools world, as in docs/cli.md's world
 # file), the `WorldStore` protocol storage adapters implement to be filled from a world
 # and exported back to one, and the world FILE format: JSON <-> World through a private,
-# strict cattrs Converter (CLI.md "World file").
+# strict cattrs Converter (docs/cli.md "World file").
 #
 # Invariants:
 #   Rule 1: omitted lists are empty; omitted record fields take the documented defaults
@@ -23,7 +23,7 @@ import attrs
 import cattrs
 from cattrs.errors import ForbiddenExtraKeysError
 
-from markertools._model import (
+from markertools.domain.model import (
     EFFORTS,
     EXECUTORS,
     PERMISSIONS,
@@ -53,7 +53,7 @@ class World:
     automations: tuple[Automation, ...] = ()
     costs: tuple[CostRow, ...] = ()
     quotas: tuple[Quota, ...] = ()
-    # additive (not in CLI.md's example; omitted lists are empty):
+    # additive (not in docs/cli.md's example; omitted lists are empty):
     attempts: tuple[Attempt, ...] = ()
     audit: tuple[AuditRecord, ...] = ()
     followups: tuple[Followup, ...] = ()
@@ -89,7 +89,7 @@ _LISTS: Final[dict[str, type]] = {
     "followups": Followup,
 }
 _CREATED_AT_DEFAULTS_TO_NOW: Final[frozenset[str]] = frozenset({"tasks", "todos", "automations"})
-# CLI.md: "omitted fields of any record take the values shown (null, false, 0, ...)"; the
+# docs/cli.md: "omitted fields of any record take the values shown (null, false, 0, ...)"; the
 # record classes give every other field such a default, these few get theirs here.
 _FILE_DEFAULTS: Final[dict[str, dict[str, Any]]] = {
     "automations": {"name": "", "prompt": ""},

@@ -1,6 +1,6 @@
 """The shared storage contract suite: every test in tests/contract/ runs once per storage
 adapter. A factory takes a `World` and returns a fresh store holding it; the store
-implements every storage port of `markertools._ports` plus `WorldStore`.
+implements every storage port of `markertools.domain.ports` plus `WorldStore`.
 
 Adding an adapter = adding one entry to STORE_FACTORIES (and, for servers, a skip when
 unavailable).

@@ -1,4 +1,4 @@
-"""AttemptLedger contract (SPEC §9): every storage adapter must pass these. Only port
+"""AttemptLedger contract (docs/rules.md ATT): every storage adapter must pass these. Only port
 methods and World loading are used."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from markertools._model import Attempt, Project, Task
+from markertools.domain.model import Attempt, Project, Task
 from markertools_adapters.world import World
 
 MakeStore = Callable[[World], Any]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from markertools._model import Automation, Project
-from markertools._ports import AutomationNameTaken
+from markertools.domain.model import Automation, Project
+from markertools.domain.ports import AutomationNameTaken
 from markertools_adapters.world import World
 
 MakeStore = Callable[[World], Any]

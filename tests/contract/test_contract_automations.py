@@ -1,4 +1,4 @@
-"""AutomationStore contract (SPEC §4.13, §10): every storage adapter must pass these. The
+"""AutomationStore contract (docs/rules.md AUT, SCH): every storage adapter must pass these. The
 due query must agree with the pure `is_due` on every row (SCH-5) and claims must be
 compare-and-set (SCH-4). Only port methods and World loading are used."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from markertools._model import Automation, Project
-from markertools._schedule import apply_claim, is_due, next_run_at
+from markertools.domain.model import Automation, Project
+from markertools.domain.schedule import apply_claim, is_due, next_run_at
 from markertools_adapters.world import World
 
 MakeStore = Callable[[World], Any]

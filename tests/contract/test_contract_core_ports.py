@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies_sqlite import worlds
 
-from markertools._model import (
+from markertools.domain.model import (
     AuditRecord,
     CostRow,
     Environment,

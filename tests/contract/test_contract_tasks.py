@@ -9,7 +9,7 @@ import threading
 import attrs
 import pytest
 
-from markertools._model import (
+from markertools.domain.model import (
     Attempt,
     AuditRecord,
     Automation,

@@ -1,4 +1,4 @@
-"""TodoStore contract (SPEC §4.5-4.7): every storage adapter must pass these. They use
+"""TodoStore contract (docs/rules.md TDL/TDC/TDU): every storage adapter must pass these. They use
 only the port methods and World loading, never an adapter's internals."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from markertools._model import TODO_STATUSES, UNFINISHED_TODO_STATUSES, Project, Todo
+from markertools.domain.model import TODO_STATUSES, UNFINISHED_TODO_STATUSES, Project, Todo
 from markertools_adapters.world import World
 
 MakeStore = Callable[[World], Any]

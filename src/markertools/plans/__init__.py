@@ -1,4 +1,4 @@
-"""Orchestration proposals (SPEC §11, seed 004): a pure core, no I/O.
+"""Orchestration proposals (docs/rules.md PLN, seed 004): a pure core, no I/O.
 
 - Validation: `validate_proposal(value)` / `validate_proposal_text(text)` return a
   `ProposalCheck` holding a frozen `Proposal` or every `PlanIssue` (path + message);

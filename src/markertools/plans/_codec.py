@@ -18,10 +18,10 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
-from markertools._msg import Msg, MsgArg
 from markertools.plans._events import Event
 from markertools.plans._model import HostSettings, Proposal
 from markertools.plans._state import RunState
+from markertools.text.msg import Msg, MsgArg
 
 T = TypeVar("T")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import attrs
 
-from markertools._msg import msg
 from markertools.plans import _notify
 from markertools.plans._events import (
     Applied,
@@ -41,6 +40,7 @@ from markertools.plans._runops import (
     stop,
 )
 from markertools.plans._state import RunState
+from markertools.text.msg import msg
 
 
 def quota(state: RunState, ev: QuotaObserved, now: float) -> Result:

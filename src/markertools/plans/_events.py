@@ -13,8 +13,8 @@ from typing import Literal
 
 import attrs
 
-from markertools._msg import Msg
 from markertools.plans._quota import QuotaWindow
+from markertools.text.msg import Msg
 
 TurnOutcome = Literal["completed", "failed", "interrupted", "timed_out"]
 NotifyOutcome = Literal["delivered", "failed", "offline"]

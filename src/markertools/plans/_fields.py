@@ -21,9 +21,9 @@ from typing import Final
 
 import attrs
 
-from markertools._msg import Msg, msg
 from markertools.plans._json import BadNumber, JsonObject
 from markertools.plans._model import PlanIssue
+from markertools.text.msg import Msg, msg
 
 MAX_ISSUES: Final[int] = 100
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

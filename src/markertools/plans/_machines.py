@@ -20,7 +20,7 @@ from typing import Final, Literal
 
 import attrs
 
-from markertools._msg import Msg, msg
+from markertools.text.msg import Msg, msg
 
 RunStatus = Literal["ready", "running", "paused", "completed", "cancelled"]
 RUN_STATES: Final[tuple[RunStatus, ...]] = ("ready", "running", "paused", "completed", "cancelled")

@@ -1,4 +1,4 @@
-# Owns: the validated values of an orchestration proposal (SPEC §11, PLN-1/2/4/10) as
+# Owns: the validated values of an orchestration proposal (docs/rules.md PLN, PLN-1/2/4/10) as
 # frozen attrs records, and the issue record validation reports. Never validates
 # (see `_proposal.py`); never does I/O.
 #
@@ -13,7 +13,7 @@ from typing import Final, Literal
 
 import attrs
 
-from markertools._msg import Msg
+from markertools.text.msg import Msg
 
 Backend = Literal["codex", "dsh"]
 BACKENDS: Final[tuple[Backend, ...]] = ("codex", "dsh")

@@ -17,8 +17,8 @@ from typing import Final
 
 import attrs
 
-from markertools._msg import Msg
 from markertools.plans._state import DECISION_NOTICES, Notice, NoticeKind, RunState
+from markertools.text.msg import Msg
 
 RETRY_DELAYS: Final[tuple[float, ...]] = (5.0, 10.0)  # after the 1st and 2nd failure
 MAX_CONSECUTIVE_FAILURES: Final[int] = 3

@@ -17,7 +17,6 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from markertools._msg import Msg, msg
 from markertools.plans._codec import structure_host, structure_proposal
 from markertools.plans._fields import (
     INVALID,
@@ -44,6 +43,7 @@ from markertools.plans._model import (
     HostCheck,
     ProposalCheck,
 )
+from markertools.text.msg import Msg, msg
 
 _DRIVE = re.compile(r"[A-Za-z]:[\\/]")
 _FULL_ACCESS_WORDS: Final[frozenset[str]] = frozenset(

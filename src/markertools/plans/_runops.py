@@ -15,12 +15,12 @@ from typing import Final
 
 import attrs
 
-from markertools._msg import Msg, msg
 from markertools.plans import _notify
 from markertools.plans._events import Dropped, Outcome, Refused
 from markertools.plans._fields import quote
 from markertools.plans._machines import ROLE_MACHINE, RUN_MACHINE, Illegal, transition
 from markertools.plans._state import MAX_ALERTS, Alert, PauseReason, RoleRun, RunState
+from markertools.text.msg import Msg, msg
 
 Result = tuple[RunState, Outcome]
 

@@ -15,10 +15,10 @@ from typing import Final, Literal
 
 import attrs
 
-from markertools._msg import Msg
 from markertools.plans._machines import RoleStatus, RunStatus
 from markertools.plans._model import Proposal
 from markertools.plans._quota import QuotaWindow
+from markertools.text.msg import Msg
 
 MAX_ALERTS: Final[int] = 30
 SEEN_WINDOW: Final[int] = 1024

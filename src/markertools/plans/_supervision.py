@@ -24,7 +24,6 @@ from typing import Any, Final
 
 import attrs
 
-from markertools._msg import msg
 from markertools.plans import _control, _turns
 from markertools.plans._events import (
     Cancel,
@@ -48,6 +47,7 @@ from markertools.plans._events import (
 )
 from markertools.plans._runops import Result
 from markertools.plans._state import SEEN_WINDOW, RunState
+from markertools.text.msg import msg
 
 
 @attrs.frozen

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import attrs
 
-from markertools._msg import msg
 from markertools.plans import _notify
 from markertools.plans._events import (
     Applied,
@@ -41,6 +40,7 @@ from markertools.plans._runops import (
     put,
 )
 from markertools.plans._state import RoleRun, RunState
+from markertools.text.msg import msg
 
 
 def start(state: RunState, ev: StartRun, now: float) -> Result:

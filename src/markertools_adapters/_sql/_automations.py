@@ -4,11 +4,11 @@
 # no two active automations of one project share a name (AUT-3), which a partial unique
 # index enforces (migration step 3 of both schemas).
 #
-# Must never: compute a schedule itself - the pure markertools._schedule decides when an
+# Must never: compute a schedule itself - the pure markertools.domain.schedule decides when an
 # automation is due; this module only stores its answer and re-asks it.
 #
 # Invariants:
-#   Rule 1 (SCH-5): `next_run_at` is written from `markertools._schedule.next_run_at` in
+#   Rule 1 (SCH-5): `next_run_at` is written from `markertools.domain.schedule.next_run_at` in
 #           the same statement as every change to the row (NULL when never due again, or
 #           when the pure schedule cannot compute it - OverflowError on absurd times),
 #           and due_automations re-checks every candidate with the pure `is_due`, so the
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from markertools._model import Automation
-from markertools._ports import AutomationNameTaken
-from markertools._schedule import apply_claim, is_due, next_run_at
+from markertools.domain.model import Automation
+from markertools.domain.ports import AutomationNameTaken
+from markertools.domain.schedule import apply_claim, is_due, next_run_at
 from markertools_adapters._sql._codec import RecordCodec, Tables
 from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._rows import get_by_id

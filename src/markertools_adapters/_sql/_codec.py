@@ -1,4 +1,4 @@
-# Owns: the mapping between domain records (markertools._model) and SQL rows, for both
+# Owns: the mapping between domain records (markertools.domain.model) and SQL rows, for both
 # SQL adapters: the one table of record types (`Tables`: record class, table, key, fields
 # a change may not touch), the columns derived from each record's attrs fields, and one
 # `RecordCodec` per table and dialect that encodes a record (or a partial `changes`
@@ -28,7 +28,7 @@ from typing import Any, Final, Generic, Literal, TypeVar
 
 import attrs
 
-from markertools._model import (
+from markertools.domain.model import (
     Attempt,
     AuditRecord,
     Automation,

@@ -18,10 +18,10 @@
 #           stable sort); "unpriced" is `not is_priced(row)` (priced false or no usd).
 from __future__ import annotations
 
-from markertools._attempts import checked_attempt, ending_attempt, requeued_task
-from markertools._deliver import summarize_error
-from markertools._model import Attempt, AuditRecord, CostRow, Project, Quota
-from markertools._ports import RequeueResult
+from markertools.deliver.loop import summarize_error
+from markertools.domain.model import Attempt, AuditRecord, CostRow, Project, Quota
+from markertools.domain.ports import RequeueResult
+from markertools.inject.attempts import checked_attempt, ending_attempt, requeued_task
 from markertools_adapters._sql._codec import Tables, text_value
 from markertools_adapters._sql._dialect import Database
 from markertools_adapters._sql._rows import get_by_id

@@ -30,7 +30,7 @@ _CLICK_ERROR: Final[type[Exception]] = next(
 
 
 def main() -> None:
-    """Run the CLI. Every error leaves as ONE stderr line and exit code 2 (CLI.md): a
+    """Run the CLI. Every error leaves as ONE stderr line and exit code 2 (docs/cli.md): a
     library usage failure, a click usage error (unknown option, missing argument, bad
     value: click would draw a multi-line box) and, as a last resort, any other error."""
     try:

@@ -17,7 +17,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-plan_app = typer.Typer(help="Orchestration proposals (SPEC §11).", no_args_is_help=True)
+plan_app = typer.Typer(help="Orchestration proposals (docs/rules.md PLN).", no_args_is_help=True)
 world_app = typer.Typer(help="World files and SQLite databases.", no_args_is_help=True)
 app.add_typer(plan_app, name="plan")
 app.add_typer(world_app, name="world")

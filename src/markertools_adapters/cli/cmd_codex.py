@@ -1,4 +1,4 @@
-# Owns: the Codex parts of the `parse` and `deliver` commands (CLI.md "Codex turn
+# Owns: the Codex parts of the `parse` and `deliver` commands (docs/cli.md "Codex turn
 # listing"): `run_codex_parse` (list the turns of an app-server stream or rollout file,
 # or parse one turn) and `codex_turn_for_delivery` (the text and outcome of the turn to
 # deliver). The options themselves are declared by cmd_parse.py and cmd_deliver.py.
@@ -20,9 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from markertools._parse import parse_turn
-from markertools._paths import display_name
-from markertools._plan import TurnPlan
+from markertools.deliver.paths import display_name
+from markertools.parse.plan import TurnPlan
+from markertools.parse.turn import parse_turn
 from markertools_adapters.cli._app import emit_json, fail
 from markertools_adapters.codex import (
     CodexInputError,
@@ -60,7 +60,7 @@ def block_count(plan: TurnPlan) -> int:
 
 
 def turn_listing(transcript: CodexTranscript) -> dict[str, Any]:
-    """Rule 1: the CLI.md listing of every turn and problem."""
+    """Rule 1: the docs/cli.md listing of every turn and problem."""
     return {
         "turns": [
             {
@@ -104,9 +104,9 @@ def run_codex_parse(
     assert source is not None
     if turn is not None:
         chosen = select_turn(transcript, turn, source)
-        from markertools_adapters.cli import cmd_parse
+        from markertools_adapters.cli._planout import print_plan
 
-        cmd_parse.print_plan(parse_turn(chosen.text), as_json)
+        print_plan(parse_turn(chosen.text), as_json)
         return
     listing = turn_listing(transcript)
     if as_json:

@@ -1,4 +1,4 @@
-# Owns: `markertools deliver` (CLI.md): read one turn (a transcript file, stdin, or a Codex
+# Owns: `markertools deliver` (docs/cli.md): read one turn (a transcript file, stdin, or a Codex
 # event stream), open a store (a world file loaded fresh, or an existing database), deliver
 # the turn as the sender with a virtual clock, print the report and what changed (or the
 # `deliver --json` document). Thin: options -> library calls -> output.
@@ -21,10 +21,10 @@ from typing import Annotated, Any
 import typer
 
 from markertools import deliver_turn
-from markertools._model import TURN_OUTCOMES
-from markertools._msg import LOCALES
-from markertools._ports import TaskExecutor, TaskFiles
-from markertools._report import DeliveryReport
+from markertools.deliver.report import DeliveryReport
+from markertools.domain.model import TURN_OUTCOMES
+from markertools.domain.ports import TaskExecutor, TaskFiles
+from markertools.text.msg import LOCALES
 from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
 from markertools_adapters.clock import SystemRandom, VirtualClock
 from markertools_adapters.wiring import store_ports
@@ -138,7 +138,7 @@ def entries_json(report: DeliveryReport) -> list[dict[str, Any]]:
 
 
 def deliver_json(report: DeliveryReport, after: World) -> dict[str, Any]:
-    """The `deliver --json` document (CLI.md)."""
+    """The `deliver --json` document (docs/cli.md)."""
     return {
         "delivered": report.delivered,
         "entries": entries_json(report),
@@ -212,7 +212,7 @@ def deliver_command(
     """Deliver one turn as SENDER against a world file or a database; print the report.
 
     Prints the report queued for the sender and what changed in the world (with --json,
-    the `deliver --json` document of CLI.md)."""
+    the `deliver --json` document of docs/cli.md)."""
     try:
         run_deliver(
             file=file,

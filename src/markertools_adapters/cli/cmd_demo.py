@@ -23,8 +23,8 @@ from typing import Annotated, Any, Final
 import typer
 
 from markertools import deliver_turn
-from markertools._msg import LOCALES
-from markertools._report import DeliveryReport
+from markertools.deliver.report import DeliveryReport
+from markertools.text.msg import LOCALES
 from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.wiring import store_ports

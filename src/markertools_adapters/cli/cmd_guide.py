@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from markertools._guide import UnknownKindError, render_guide
-from markertools._msg import LOCALES
-from markertools._schema import body_schema, body_schemas
+from markertools.parse.guide import UnknownKindError, render_guide
+from markertools.parse.schema import body_schema, body_schemas
+from markertools.text.msg import LOCALES
 from markertools_adapters.cli._app import app, emit_json, fail
 
 

@@ -1,4 +1,4 @@
-# Owns: the `plan` CLI commands (CLI.md): `plan validate FILE [--json]` and
+# Owns: the `plan` CLI commands (docs/cli.md): `plan validate FILE [--json]` and
 # `plan schedule FILE --finished ROLE... [--json]`. Thin: read the file, call
 # `markertools.plans`, print. Never decides anything itself.
 #
@@ -81,7 +81,7 @@ def validate_cmd(
     thread_cwd: Annotated[list[str] | None, typer.Option("--thread-cwd", help=_THREAD_HELP)] = None,
     locale: Annotated[str, typer.Option("--locale", help=_LOCALE_HELP)] = "en",
 ) -> None:
-    """Validate an orchestration proposal (SPEC §11); exit 0 valid, 1 invalid."""
+    """Validate an orchestration proposal (docs/rules.md PLN); exit 0 valid, 1 invalid."""
     proposal = _valid_proposal(file, thread_cwd, locale, as_json)
     if as_json:
         emit_json({"valid": True, "errors": []})

@@ -1,4 +1,4 @@
-# Owns: `markertools prompt` (CLI.md): show exactly what a task will be told on a claim -
+# Owns: `markertools prompt` (docs/cli.md): show exactly what a task will be told on a claim -
 # load the world (or open a database read-only in effect), gather the injection inputs
 # through the ports and print the assembled first-turn prompt (and goal, for goal tasks).
 # Thin: options -> markertools_adapters.first_turn -> output.
@@ -18,8 +18,8 @@ from typing import Annotated, Any
 
 import typer
 
-from markertools._inject import START_KINDS, FirstTurnPrompt
-from markertools._msg import LOCALES
+from markertools.inject.first_turn import START_KINDS, FirstTurnPrompt
+from markertools.text.msg import LOCALES
 from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
 from markertools_adapters.cli.cmd_deliver import close_store, load_world_path, open_db
 from markertools_adapters.clock import SystemRandom

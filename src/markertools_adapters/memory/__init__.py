@@ -1,4 +1,4 @@
-"""In-memory adapters: every storage port of `markertools._ports` in one `MemoryStore`.
+"""In-memory adapters: every storage port of `markertools.domain.ports` in one `MemoryStore`.
 
 The reference model: the SQLite and PostgreSQL adapters must behave exactly like it (the
 shared contract suite in tests/contract/ checks them against the same semantics). Each
@@ -7,7 +7,7 @@ area's port methods live in a mixin operating on one `MemoryState` under its loc
 
 from __future__ import annotations
 
-from markertools._exec_read import is_priced
+from markertools.deliver.handlers.read import is_priced
 from markertools_adapters.memory._attempts import AttemptMixin
 from markertools_adapters.memory._automations import AutomationMixin
 from markertools_adapters.memory._core import CoreMixin

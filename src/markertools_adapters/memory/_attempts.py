@@ -1,4 +1,4 @@
-# Owns: the in-memory AttemptLedger port methods (SPEC §9), as a mixin of MemoryStore.
+# Owns: the in-memory AttemptLedger port methods (docs/rules.md ATT), as a mixin of MemoryStore.
 # Operates on `self._state` (MemoryState) under `self._state.lock`.
 #
 # Invariants:
@@ -10,10 +10,10 @@
 #   Rule 3 (ATT-3): latest_attempt never raises; a malformed row yields None.
 from __future__ import annotations
 
-from markertools._attempts import checked_attempt, ending_attempt, requeued_task
-from markertools._deliver import summarize_error
-from markertools._model import Attempt
-from markertools._ports import RequeueResult
+from markertools.deliver.loop import summarize_error
+from markertools.domain.model import Attempt
+from markertools.domain.ports import RequeueResult
+from markertools.inject.attempts import checked_attempt, ending_attempt, requeued_task
 from markertools_adapters.memory._state import MemoryState
 
 

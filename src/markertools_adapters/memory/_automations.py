@@ -1,4 +1,4 @@
-# Owns: the in-memory AutomationStore port methods (SPEC §4.13, §10), as a mixin of
+# Owns: the in-memory AutomationStore port methods (docs/rules.md AUT, SCH), as a mixin of
 # MemoryStore. Operates on `self._state` (MemoryState) under `self._state.lock`.
 #
 # Invariants:
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from markertools._model import Automation
-from markertools._ports import AutomationNameTaken
-from markertools._schedule import apply_claim, is_due
+from markertools.domain.model import Automation
+from markertools.domain.ports import AutomationNameTaken
+from markertools.domain.schedule import apply_claim, is_due
 from markertools_adapters.memory._state import MemoryState
 
 

@@ -19,8 +19,8 @@ from typing import TypeVar
 
 import attrs
 
-from markertools._exec_read import is_priced
-from markertools._model import (
+from markertools.deliver.handlers.read import is_priced
+from markertools.domain.model import (
     AuditRecord,
     CostRow,
     Followup,
@@ -30,7 +30,7 @@ from markertools._model import (
     Quota,
     Task,
 )
-from markertools._ports import TaskListing
+from markertools.domain.ports import TaskListing
 from markertools_adapters.memory._state import MemoryState, compare_and_set
 from markertools_adapters.world import World
 

@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from markertools._model import (
+from markertools.domain.model import (
     Attempt,
     AuditRecord,
     Automation,

@@ -1,4 +1,4 @@
-# Owns: the in-memory TodoStore port methods (SPEC §4.5-4.7), as a mixin of MemoryStore.
+# Owns: the in-memory TodoStore port methods (docs/rules.md TDL/TDC/TDU), as a mixin of MemoryStore.
 # Operates on `self._state` (MemoryState) under `self._state.lock`.
 #
 # Invariants:
@@ -13,8 +13,8 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from markertools._model import Todo
-from markertools._ports import TodoListing
+from markertools.domain.model import Todo
+from markertools.domain.ports import TodoListing
 from markertools_adapters.memory._state import MemoryState, compare_and_set
 
 _UPDATABLE = frozenset(a.name for a in attrs.fields(Todo) if a.name not in {"id", "project_id"})

@@ -10,6 +10,7 @@ for poll and wait. Install with the `postgres` extra: pip install 'markertools[p
 
 from __future__ import annotations
 
+from markertools_adapters._urls import is_postgres_url
 from markertools_adapters.postgres._conn import DEFAULT_POOL_SIZE
 from markertools_adapters.postgres._notify import PgChangeWaiter
 from markertools_adapters.postgres._schema import (
@@ -19,7 +20,6 @@ from markertools_adapters.postgres._schema import (
     SchemaTooNew,
 )
 from markertools_adapters.postgres._store import PostgresStore
-from markertools_adapters.stores import is_postgres_url
 from markertools_adapters.world import World
 
 __all__ = [

@@ -11,7 +11,7 @@
 #           value lower() folds ASCII letters only; every non-ASCII character lowercases
 #           to non-ASCII text in Python except U+0130 ('i' + U+0307) and U+212A ('k'),
 #           which the expression rewrites first. (Checked against every code point by
-#           tests/test_postgres_store.py.)
+#           tests/adapters/postgres/test_postgres_store.py.)
 #           Needles holding U+0000..U+0002 also go to Python (_text Rule 3).
 #   Rule 2: any other needle is matched in Python over the rows the other filters
 #           select (`python_match`), so results never depend on the server's locale.

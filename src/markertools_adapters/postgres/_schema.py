@@ -221,7 +221,7 @@ _STEP1: Final[tuple[str, ...]] = (
 
 _STEP2: Final[tuple[str, ...]] = (
     *LOOKUP_INDEXES,
-    # SCH-5: written from markertools._schedule.next_run_at with every change of the row.
+    # SCH-5: written from markertools.domain.schedule.next_run_at with every change of the row.
     f"ALTER TABLE automations ADD COLUMN next_run_at {F}",
     DUE_INDEX,
 )

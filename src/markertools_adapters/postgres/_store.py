@@ -1,5 +1,5 @@
 # Owns: `PostgresStore`, the shared-database storage adapter for a fleet of worker hosts:
-# one object implementing every storage port of markertools._ports (TaskStore, TodoStore,
+# one object implementing every storage port of markertools.domain.ports (TaskStore, TodoStore,
 # AutomationStore, ProjectLookup, CostLookup, AttemptLedger, AuditLog, FollowupQueue),
 # the table-backed PermissionLookup and WorldStore, assembled from per-area mixins over
 # one connection pool - the same mixin layout as SqliteStore, and the same shared mixins

@@ -1,4 +1,4 @@
-# Owns: the public face of the SQLite adapter (SPEC §12, the embedded default):
+# Owns: the public face of the SQLite adapter (docs/rules.md the ports, the embedded default):
 # `SqliteStore` and the two ways to get one - `open_store(path)` for an existing or new
 # database, `create_store_from_world(world, path)` for a fresh one filled from a world.
 #

@@ -16,7 +16,7 @@
 #           round-trip, see _codec Rule 1); booleans are INTEGER with a 0/1 check.
 #   Rule 4: every lookup a port does has an index (checked by EXPLAIN QUERY PLAN tests).
 #   Rule 5: the steps are the PostgreSQL schema's steps (same tables, columns, indexes;
-#           tests/test_postgres_schema.py compares them); running a step and recording
+#           tests/adapters/postgres/test_postgres_schema.py compares them); running a step and recording
 #           it is the shared markertools_adapters._sql.apply_migration.
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ _STEP1: Final[tuple[str, ...]] = (
 _STEP2: Final[tuple[str, ...]] = (
     *LOOKUP_INDEXES,
     # SCH-5: `next_run_at` is derived from the row by the pure schedule
-    # (markertools._schedule.next_run_at) whenever the row is written; NULL = never due.
+    # (markertools.domain.schedule.next_run_at) whenever the row is written; NULL = never due.
     f"ALTER TABLE automations ADD COLUMN {_real('next_run_at', null=True)}",
     DUE_INDEX,
 )

@@ -1,5 +1,5 @@
 # Owns: `SqliteStore`, the embedded default storage adapter: one object implementing every
-# storage port of markertools._ports (TaskStore, TodoStore, AutomationStore,
+# storage port of markertools.domain.ports (TaskStore, TodoStore, AutomationStore,
 # ProjectLookup, CostLookup, AttemptLedger, AuditLog, FollowupQueue), the table-backed
 # PermissionLookup and WorldStore, assembled from per-area mixins over one Connection:
 # this package's (tasks, todos) and the ones shared with the PostgreSQL adapter

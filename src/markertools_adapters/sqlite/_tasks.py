@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from markertools._model import LineageLink, Task
-from markertools._ports import TaskListing
+from markertools.domain.model import LineageLink, Task
+from markertools.domain.ports import TaskListing
 from markertools_adapters._sql import TaskRows
 from markertools_adapters.sqlite._codec import SQLITE, TASKS
 from markertools_adapters.sqlite._conn import Connection, fold

@@ -1,0 +1,112 @@
+# Owns: the task snapshot of task-poll and wait-threads (POL-4) and the small pure text
+# helpers the read kinds share (tail cutting, joining report sections). Pure: the nonce
+# for data framing comes from the random port handed in.
+#
+# Invariants:
+#   Rule 1 (POL-4): the output text is the TAIL of result_text then error_text, at most
+#           `chars` code points (DOM-4), with a note of how many code points were cut.
+#   Rule 2 (INJ-7): everything the target task (or its model) wrote is inside
+#           `framing.frame_data`; only values the library controls (ids, statuses,
+#           counts, a model name that is a plain identifier) stand outside it.
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final, Literal
+
+from markertools.deliver.render import shown
+from markertools.domain.model import Task
+from markertools.domain.ports import RandomSource
+from markertools.inject.framing import frame_data
+from markertools.text.msg import Msg, msg
+
+SnapshotState = Literal["finished", "now", "timed_out", "sender_cancelled", "vanished"]
+
+_PLAIN_MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,99}")
+ERROR_SEPARATOR: Final[str] = "\n\n--- error_text ---\n"
+
+
+def tail(text: str, chars: int) -> tuple[str, int]:
+    """The last `chars` code points of `text` and how many were cut from its start."""
+    if chars <= 0:
+        return "", len(text)
+    if len(text) <= chars:
+        return text, 0
+    return text[-chars:], len(text) - chars
+
+
+def output_text(task: Task) -> str | None:
+    """POL-4: result_text, then error_text, whichever exist (both, in that order)."""
+    if task.result_text and task.error_text:
+        return task.result_text + ERROR_SEPARATOR + task.error_text
+    return task.result_text or task.error_text or None
+
+
+def model_of(task: Task) -> str | None:
+    """POL-4: actual_model, else model."""
+    return task.actual_model or task.model
+
+
+def is_plain_model(name: str) -> bool:
+    return _PLAIN_MODEL.fullmatch(name) is not None
+
+
+def join_sections(parts: Sequence[Msg], separator: str = "\n\n") -> Msg:
+    """One Msg rendering `parts` one after another (rendered late, in any locale)."""
+    if not parts:
+        return msg("read.empty")
+    result = parts[-1]
+    key = "read.join_blank" if separator == "\n\n" else "read.join_line"
+    for part in reversed(parts[:-1]):
+        result = msg(key, head=part, rest=result)
+    return result
+
+
+def snapshot(
+    task: Task,
+    *,
+    chars: int,
+    state: SnapshotState,
+    waited: float,
+    random: RandomSource,
+    locale: str,
+) -> Msg:
+    """The POL-4 snapshot of `task` as last read, with its state (POL-3 / WAI-3)."""
+    model = model_of(task)
+    data_prefix = ""
+    if model is None:
+        model_msg: Msg = msg("read.model_none")
+    elif is_plain_model(model):
+        model_msg = msg("read.model", model=model)
+    else:
+        model_msg = msg("read.model_in_data")
+        data_prefix = f"model: {model}\n\n"
+    text = output_text(task)
+    state_msg = _state_msg(state, task, waited)
+    if text is None and not data_prefix:
+        output: Msg = msg("read.output_none")
+    else:
+        kept, cut = tail(text or "", chars)
+        framed = frame_data(
+            data_prefix + kept, msg("read.frame_label", id=shown(task.id)), random, locale
+        ).text
+        if text is None:
+            output = msg("read.output_none_framed", framed=framed)
+        elif cut:
+            output = msg("read.output_cut", kept=len(kept), total=len(text), cut=cut, framed=framed)
+        else:
+            output = msg("read.output_full", total=len(text), framed=framed)
+    return msg(
+        "read.snapshot",
+        id=shown(task.id),
+        status=task.status,
+        state=state_msg,
+        model=model_msg,
+        output=output,
+    )
+
+
+def _state_msg(state: SnapshotState, task: Task, waited: float) -> Msg:
+    if state == "timed_out":
+        return msg("read.state_timed_out", seconds=round(waited, 3), status=task.status)
+    return msg(f"read.state_{state}", status=task.status)

@@ -1,0 +1,244 @@
+# Owns: the domain records (docs/rules.md DOM) as frozen attrs values, and the small pure
+# predicates that classify them (terminal status, goal / coordinator task,
+# same creator). Never does I/O; never holds behaviour beyond those predicates.
+#
+# Invariants:
+#   Rule 1: every record is frozen; changes are made with attrs.evolve.
+#   Rule 2: field names and defaults match the world file in docs/cli.md, so the world
+#           file (de)serialises with a plain cattrs converter; additions are additive.
+#   Rule 3: times are epoch seconds (float, UTC) (DOM-5).
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import attrs
+
+TaskStatus = Literal[
+    "queued", "running", "completed", "failed", "interrupted", "merged", "merge-failed"
+]
+TASK_STATUSES: Final[tuple[TaskStatus, ...]] = (
+    "queued",
+    "running",
+    "completed",
+    "failed",
+    "interrupted",
+    "merged",
+    "merge-failed",
+)
+ACTIVE_STATUSES: Final[frozenset[str]] = frozenset({"queued", "running"})
+TERMINAL_STATUSES: Final[frozenset[str]] = frozenset(TASK_STATUSES) - ACTIVE_STATUSES
+RETRYABLE_STATUSES: Final[frozenset[str]] = frozenset({"failed", "interrupted", "merge-failed"})
+
+Executor = Literal["local", "docker", "cloud"]
+EXECUTORS: Final[tuple[Executor, ...]] = ("local", "docker", "cloud")
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+EFFORTS: Final[tuple[Effort, ...]] = ("low", "medium", "high", "xhigh", "max")
+
+TodoStatus = Literal["pending", "in_progress", "blocked", "completed"]
+TODO_STATUSES: Final[tuple[TodoStatus, ...]] = ("pending", "in_progress", "blocked", "completed")
+UNFINISHED_TODO_STATUSES: Final[frozenset[str]] = frozenset({"pending", "in_progress", "blocked"})
+TodoPriority = Literal["low", "medium", "high"]
+TODO_PRIORITIES: Final[tuple[TodoPriority, ...]] = ("low", "medium", "high")
+
+Permission = Literal["read", "create_task", "approve_merge"]
+PERMISSIONS: Final[tuple[Permission, ...]] = ("read", "create_task", "approve_merge")
+
+AttemptKind = Literal["goal_breakpoint", "platform_fresh"]
+AutomationBind = Literal["cron", "heartbeat"]
+
+TurnOutcome = Literal[
+    "completed", "failed", "timed_out", "cancelled", "quota_interrupted", "interrupted"
+]
+TURN_OUTCOMES: Final[tuple[str, ...]] = (
+    "completed",
+    "failed",
+    "timed_out",
+    "cancelled",
+    "quota_interrupted",
+    "interrupted",
+)
+
+
+@attrs.frozen
+class Task:
+    """One task row (docs/cli.md world file `tasks[]`, plus additive fields)."""
+
+    id: str
+    project_id: str
+    status: str = "running"
+    created_by: str | None = None
+    parent_task_id: str | None = None
+    executor: str = "local"
+    environment_id: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    goal_mode: bool = False
+    verify_command: str | None = None
+    is_coordinator: bool = False
+    coordinator_part: str | None = None
+    prompt: str = ""
+    result_text: str | None = None
+    error_text: str | None = None
+    actual_model: str | None = None
+    worktree: str | None = None
+    host: str | None = None
+    created_at: float = 0.0
+    # Additive fields (not in the docs/cli.md example; default so old worlds load):
+    goal: str | None = None  # the goal text of a goal task (INJ-3 prepends to it)
+    interrupted_reason: str | None = None  # CTL-2 cancel reason, ATT-2 ledger
+    auto_resume_count: int = 0  # ATT-2 platform requeues so far
+
+
+@attrs.frozen
+class Environment:
+    name: str | None = None
+    branch: str | None = None
+    status: str | None = None
+
+
+@attrs.frozen
+class Project:
+    id: str
+    name: str = ""
+    repo_url: str | None = None
+    environment: Environment | None = None
+
+
+@attrs.frozen
+class PermissionGrant:
+    user: str
+    project: str
+    grants: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Todo:
+    id: str
+    project_id: str
+    title: str = ""
+    description: str | None = None
+    status: str = "pending"
+    priority: str = "medium"
+    due_at: float | None = None
+    task_id: str | None = None
+    sort_order: int | None = None
+    completed_at: float | None = None
+    created_at: float = 0.0  # additive: listing order tie-break
+
+
+@attrs.frozen
+class Automation:
+    id: str
+    project_id: str
+    name: str
+    prompt: str
+    interval_seconds: int = 86400
+    first_run_at: float | None = None
+    run_once: bool = False
+    bind: str | None = None
+    bound_task_id: str | None = None
+    repo_url: str | None = None
+    status: str = "active"
+    created_by: str | None = None
+    created_at: float = 0.0
+    last_run_at: float | None = None
+    run_count: int = 0
+    # Additive: the slot last claimed (SCH-2 computes the next slot from it).
+    last_slot_at: float | None = None
+
+
+@attrs.frozen
+class CostRow:
+    task_id: str
+    round: int
+    usd: float | None = None
+    tokens: int = 0
+    estimated: bool = False
+    priced: bool = True
+
+
+@attrs.frozen
+class Quota:
+    user: str
+    total_usd: float | None = None  # None = explicitly unlimited (DOM-7)
+    used_usd: float = 0.0
+
+
+@attrs.frozen
+class Attempt:
+    """One attempts-ledger row (ATT-1)."""
+
+    task_id: str
+    attempt_no: int
+    kind: str
+    interrupted_reason: str | None = None
+    checkpoint_round: int = -1
+    result_text: str | None = None
+    error_text: str | None = None
+    created_at: float = 0.0
+
+
+@attrs.frozen
+class AuditRecord:
+    """One audit row (TRN-7): every executed or rejected block, and turn discards (TRN-3)."""
+
+    sender: str
+    kind: str
+    target: str | None
+    outcome: str
+    reason: str
+    time: float
+
+
+@attrs.frozen
+class LineageLink:
+    """One step of a parent walk: a task id, its parent and its coordinator part (LIN-1/4)."""
+
+    id: str
+    parent_task_id: str | None
+    coordinator_part: str | None = None
+
+
+# ---- predicates -------------------------------------------------------------------
+
+
+def is_terminal(status: str) -> bool:
+    """DOM-1: every status but queued and running is terminal (unknown ones included)."""
+    return status not in ACTIVE_STATUSES
+
+
+def is_goal_task(task: Task) -> bool:
+    """DOM-2: a non-empty verify_command or a truthy goal_mode.
+
+    A whitespace-only verify_command is non-empty and therefore counts (the safer
+    reading: goal tasks are protected from cancel and retry)."""
+    return bool(task.goal_mode) or (
+        isinstance(task.verify_command, str) and task.verify_command != ""
+    )
+
+
+def is_coordinator_subtask(task: Task) -> bool:
+    return bool(task.coordinator_part)
+
+
+def same_creator(a: Task, b: Task) -> bool:
+    """DOM-3: both created_by non-null and equal; None == None never counts."""
+    return a.created_by is not None and b.created_by is not None and a.created_by == b.created_by
+
+
+def quota_exhausted(quota: Quota | None) -> bool:
+    """DOM-7: a set total with used >= total; a null total or no record is unlimited."""
+    return quota is not None and quota.total_usd is not None and quota.used_usd >= quota.total_usd
+
+
+def sender_cancelled(task: Task | None) -> bool:
+    """DOM-8: a sender counts as cancelled when its status is interrupted (or it vanished)."""
+    return task is None or task.status == "interrupted"
+
+
+@attrs.frozen
+class Followup:
+    """One queued follow-up message (the next turn's input) for a task."""
+
+    task_id: str
+    text: str

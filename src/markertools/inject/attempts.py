@@ -1,0 +1,166 @@
+# Owns: the attempts ledger's pure rules (docs/rules.md ATT): the row recorded when a platform
+# requeue ends an attempt (ATT-1/2), the task row after that requeue, checking a stored
+# row (ATT-3), the resume preamble (ATT-4) and the timeline read-back decision (ATT-5).
+# Storage adapters apply `ending_attempt` + `requeued_task` in ONE transaction.
+#
+# Invariants:
+#   Rule 1 (ATT-1): a ledger row's result_text / error_text hold at most their first 2000
+#           code points; attempt_no = the task's auto_resume_count before the requeue + 1.
+#   Rule 2 (ATT-3): `checked_attempt` turns anything that is not a well-formed row into
+#           None; it never raises.
+#   Rule 3 (ATT-4, INJ-7): the preamble exists only for `platform_fresh` rows; previous
+#           output and error (first 1000 code points each) appear only inside data framing
+#           with a sentence that they are records, not instructions.
+#   Rule 4: pure: randomness (framing nonces) arrives as a RandomSource argument.
+from __future__ import annotations
+
+import math
+from typing import Final
+
+import attrs
+
+from markertools.domain.decision import Allowed, Decision, Denied, PermissionAnswer
+from markertools.domain.model import Attempt, Task
+from markertools.domain.ports import RandomSource
+from markertools.inject.framing import frame_data
+from markertools.text.msg import Msg, msg
+
+ATTEMPT_TEXT_CHARS: Final[int] = 2000  # ATT-1: stored output / error
+PREAMBLE_TEXT_CHARS: Final[int] = 1000  # ATT-4: shown output / error
+REASON_CHARS: Final[int] = 500  # the interruption reason is one line of at most this
+ATTEMPT_KINDS: Final[tuple[str, ...]] = ("goal_breakpoint", "platform_fresh")
+NO_CHECKPOINT: Final[int] = -1
+
+
+def cut(text: str | None, limit: int) -> str | None:
+    """The first `limit` code points of `text` (DOM-4); None stays None."""
+    if text is None:
+        return None
+    return text if len(text) <= limit else text[:limit]
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line (every control character becomes a space), cut to `limit`."""
+    flat = "".join(
+        " " if (ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029") else ch
+        for ch in text
+    )
+    flat = " ".join(flat.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def ending_attempt(task: Task, kind: str, checkpoint_round: int, now: float) -> Attempt:
+    """ATT-1/2: the ledger row for the attempt a platform requeue ends. Raises ValueError
+    for a kind outside ATTEMPT_KINDS or a non-integer checkpoint round (the adapter then
+    rolls back and returns the failure)."""
+    if kind not in ATTEMPT_KINDS:
+        raise ValueError(f"attempt kind must be one of {', '.join(ATTEMPT_KINDS)}, not {kind!r}")
+    if isinstance(checkpoint_round, bool) or not isinstance(checkpoint_round, int):
+        raise ValueError(f"checkpoint_round must be an integer, not {checkpoint_round!r}")
+    return Attempt(
+        task_id=task.id,
+        attempt_no=task.auto_resume_count + 1,
+        kind=kind,
+        interrupted_reason=task.interrupted_reason,
+        checkpoint_round=checkpoint_round,
+        result_text=cut(task.result_text, ATTEMPT_TEXT_CHARS),
+        error_text=cut(task.error_text, ATTEMPT_TEXT_CHARS),
+        created_at=now,
+    )
+
+
+def requeued_task(task: Task) -> Task:
+    """ATT-2: the task row after a platform requeue (texts and reason cleared, count up)."""
+    return attrs.evolve(
+        task,
+        status="queued",
+        result_text=None,
+        error_text=None,
+        interrupted_reason=None,
+        auto_resume_count=task.auto_resume_count + 1,
+    )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _opt_str(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def checked_attempt(row: object) -> Attempt | None:
+    """ATT-3: `row` when it is a well-formed ledger row, else None. Never raises."""
+    try:
+        if not isinstance(row, Attempt):
+            return None
+        created = row.created_at
+        well_formed = (
+            isinstance(row.task_id, str)
+            and _is_int(row.attempt_no)
+            and row.attempt_no >= 1
+            and row.kind in ATTEMPT_KINDS
+            and _opt_str(row.interrupted_reason)
+            and _is_int(row.checkpoint_round)
+            and _opt_str(row.result_text)
+            and _opt_str(row.error_text)
+            and isinstance(created, int | float)
+            and not isinstance(created, bool)
+            and math.isfinite(created)
+        )
+        return row if well_formed else None
+    except Exception:
+        return None
+
+
+def _framed_record(
+    text: str | None, label_key: str, random: RandomSource, locale: str
+) -> str | None:
+    if not text:
+        return None
+    shown = cut(text, PREAMBLE_TEXT_CHARS) or ""
+    if len(text) > len(shown):
+        label = msg(label_key + "_cut", shown=len(shown), total=len(text))
+    else:
+        label = msg(label_key)
+    return frame_data(shown, label, random, locale).text
+
+
+def resume_preamble(
+    attempt: Attempt | None, random: RandomSource, locale: str = "en"
+) -> str | None:
+    """ATT-4: the resume preamble for the claim after a platform requeue, or None (no row,
+    a malformed row, or a row that is not `platform_fresh`). The caller decides which tasks
+    and starts get one (INJ-1, INJ-5; goal tasks never do)."""
+    row = checked_attempt(attempt)
+    if row is None or row.kind != "platform_fresh":
+        return None
+    reason: Msg | str = (
+        one_line(row.interrupted_reason, REASON_CHARS)
+        if row.interrupted_reason and row.interrupted_reason.strip()
+        else msg("attempts.reason_unrecorded")
+    )
+    parts = [
+        msg("attempts.preamble_header").render(locale),
+        msg("attempts.preamble_restart", n=row.attempt_no, next=row.attempt_no + 1).render(locale),
+        msg("attempts.preamble_reason", reason=reason, round=row.checkpoint_round).render(locale),
+    ]
+    output = _framed_record(row.result_text, "attempts.label_output", random, locale)
+    error = _framed_record(row.error_text, "attempts.label_error", random, locale)
+    if output is not None or error is not None:
+        parts.append(msg("attempts.preamble_records").render(locale))
+        parts.extend(p for p in (output, error) if p is not None)
+    parts.append(msg("attempts.preamble_inspect").render(locale))
+    return "\n".join(parts)
+
+
+def timeline_decision(task: Task | None, answer: PermissionAnswer | None) -> Decision:
+    """ATT-5: the attempts timeline needs `read` on the task's project (fail closed)."""
+    if task is None:
+        return Denied(msg("attempts.timeline_no_task"))
+    if answer is None or answer.failed:
+        error = answer.error if answer is not None else None
+        return Denied(msg("attempts.timeline_lookup_failed", error=error or "unknown error"))
+    if not answer.granted:
+        return Denied(msg("attempts.timeline_no_read", project=task.project_id))
+    return Allowed()

@@ -1,0 +1,40 @@
+"""`store_ports` takes a `StoragePorts` (markertools_adapters.wiring): the intersection of
+exactly the storage Protocols that `Ports` has fields for, so mypy --strict checks that a
+store really implements each of them (MemoryStore, SqliteStore and PostgresStore are
+checked in wiring.py under TYPE_CHECKING)."""
+
+from __future__ import annotations
+
+import typing
+from typing import Protocol
+
+import attrs
+
+import markertools.domain.ports as ports
+from markertools_adapters.wiring import StoragePorts
+
+NON_STORAGE = {"executor", "clock", "random", "files", "waiter"}
+
+
+def test_storage_ports_is_exactly_the_storage_fields_of_ports() -> None:
+    hints = typing.get_type_hints(ports.Ports, vars(ports))
+    storage = {hints[f.name] for f in attrs.fields(ports.Ports) if f.name not in NON_STORAGE}
+    assert set(StoragePorts.__bases__) - {Protocol} == storage
+    assert len(storage) == 9
+
+
+def test_every_bundled_store_has_every_storage_method() -> None:
+    from markertools_adapters.memory import MemoryStore
+    from markertools_adapters.postgres import PostgresStore
+    from markertools_adapters.sqlite import SqliteStore
+
+    methods = {
+        name
+        for proto in StoragePorts.__bases__
+        if proto is not Protocol
+        for name in vars(proto)
+        if not name.startswith("_")
+    }
+    for store in (MemoryStore, SqliteStore, PostgresStore):
+        missing = sorted(m for m in methods if not callable(getattr(store, m, None)))
+        assert missing == [], store.__name__

@@ -1,0 +1,329 @@
+"""The step-by-step agreement machine between a store under test and the in-memory
+reference model (hypothesis RuleBasedStateMachine), shared by the SQLite and PostgreSQL
+stateful tests."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from strategies_sqlite import FLOATS, PROJECT_IDS, TASK_IDS, TEXT, TIMES, USERS, worlds
+
+from markertools.domain.model import (
+    RETRYABLE_STATUSES,
+    TASK_STATUSES,
+    TODO_STATUSES,
+    AuditRecord,
+    Automation,
+    Task,
+    Todo,
+)
+from markertools.domain.schedule import next_run_at
+from markertools_adapters.memory import MemoryStore
+from markertools_adapters.sqlite import SqliteStore, create_store_from_world
+from markertools_adapters.world import World
+
+ALL_TASK_IDS = (*(f"t{i}" for i in range(8)), "T", "é", "t10", "", "n1", "n2", "n3")
+TODO_IDS = st.sampled_from(["d1", "d2", "d3", "D", "d9"])
+AUTOMATION_IDS = st.sampled_from(["a1", "a2", "a3", "a9"])
+STATUS = st.sampled_from(TASK_STATUSES)
+
+
+def _call(store: Any, method: str, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    try:
+        return ("ok", getattr(store, method)(*args, **kwargs))
+    except Exception as exc:  # both adapters must fail the same way
+        return ("raised", type(exc).__name__)
+
+
+def _normal(value: Any) -> Any:
+    """Mappings and sets compare sorted; everything else as repr (exact floats)."""
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "ok":
+        inner = value[1]
+        if hasattr(inner, "items") and not isinstance(inner, tuple):
+            return ("ok", repr(sorted(inner.items())))
+        if isinstance(inner, (set, frozenset)):  # equal sets may iterate in other orders
+            return ("ok", repr(sorted(inner)))
+        return ("ok", repr(inner))
+    return value
+
+
+class AdapterAgreement(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self._dir = tempfile.TemporaryDirectory()
+        self.memory: Any = None
+        self.sqlite: SqliteStore | None = None
+
+    @initialize(world=worlds)
+    def load(self, world: World) -> None:
+        self.memory = MemoryStore.from_world(world)
+        self.sqlite = create_store_from_world(world, Path(self._dir.name) / "s.db")
+
+    def both(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        mine = _call(self.sqlite, method, *args, **kwargs)
+        reference = _call(self.memory, method, *args, **kwargs)
+        assert _normal(mine) == _normal(reference), (method, args, kwargs)
+        return reference[1]
+
+    # ---- writes -------------------------------------------------------------------------
+
+    @rule(
+        tid=TASK_IDS | st.sampled_from(["n1", "n2", "n3"]),
+        parent=st.none() | TASK_IDS,
+        project=PROJECT_IDS,
+        creator=st.none() | USERS,
+        prompt=TEXT,
+        created_at=TIMES,
+        part=st.none() | st.sampled_from(["", "part"]),
+    )
+    def create(
+        self,
+        tid: str,
+        parent: str | None,
+        project: str,
+        creator: str | None,
+        prompt: str,
+        created_at: float,
+        part: str | None,
+    ) -> None:
+        task = Task(
+            id=tid,
+            project_id=project,
+            status="queued",
+            created_by=creator,
+            parent_task_id=parent,
+            prompt=prompt,
+            created_at=created_at,
+            coordinator_part=part,
+        )
+        self.both("insert_task", task)
+
+    @rule(tid=TASK_IDS, expected=STATUS, reason=st.none() | TEXT)
+    def cancel(self, tid: str, expected: str, reason: str | None) -> None:
+        self.both(
+            "transition_task",
+            tid,
+            expected,
+            {"status": "interrupted", "interrupted_reason": reason},
+        )
+
+    @rule(tid=TASK_IDS, expected=st.sampled_from(sorted(RETRYABLE_STATUSES)) | STATUS)
+    def retry(self, tid: str, expected: str) -> None:
+        self.both(
+            "transition_task",
+            tid,
+            expected,
+            {"status": "queued", "result_text": None, "error_text": None, "actual_model": None},
+        )
+
+    @rule(tid=TASK_IDS, expected=STATUS, status=STATUS, text=st.none() | TEXT)
+    def finish(self, tid: str, expected: str, status: str, text: str | None) -> None:
+        self.both(
+            "transition_task",
+            tid,
+            expected,
+            {"status": status, "result_text": text, "error_text": text},
+        )
+
+    @rule(
+        tid=TASK_IDS,
+        expected=STATUS,
+        kind=st.sampled_from(["platform_fresh", "goal_breakpoint", "bogus"]),
+        checkpoint=st.integers(-1, 5),
+        now=TIMES,
+    )
+    def requeue(self, tid: str, expected: str, kind: str, checkpoint: int, now: float) -> None:
+        self.both("requeue_platform", tid, expected, kind, checkpoint, now)
+
+    @rule(
+        did=TODO_IDS,
+        project=PROJECT_IDS,
+        title=TEXT,
+        status=st.sampled_from(TODO_STATUSES),
+        sort_order=st.none() | st.integers(-3, 3),
+        created_at=TIMES,
+    )
+    def create_todo(
+        self,
+        did: str,
+        project: str,
+        title: str,
+        status: str,
+        sort_order: int | None,
+        created_at: float,
+    ) -> None:
+        self.both(
+            "insert_todo",
+            Todo(
+                id=did,
+                project_id=project,
+                title=title,
+                status=status,
+                sort_order=sort_order,
+                created_at=created_at,
+            ),
+        )
+
+    @rule(
+        did=TODO_IDS,
+        expected=st.sampled_from(TODO_STATUSES),
+        status=st.sampled_from(TODO_STATUSES),
+        title=st.none() | TEXT,
+        completed_at=st.none() | TIMES,
+        bad_field=st.booleans(),
+    )
+    def update_todo(
+        self,
+        did: str,
+        expected: str,
+        status: str,
+        title: str | None,
+        completed_at: float | None,
+        bad_field: bool,
+    ) -> None:
+        changes: dict[str, object] = {"status": status, "completed_at": completed_at}
+        if title is not None:
+            changes["title"] = title
+        if bad_field:
+            changes["project_id"] = "elsewhere"
+        self.both("update_todo", did, expected, changes)
+
+    @rule(
+        aid=AUTOMATION_IDS,
+        project=PROJECT_IDS,
+        name=st.sampled_from(["n", "m"]),
+        interval=st.sampled_from([60, 3600]),
+        first=st.none() | TIMES,
+        once=st.booleans(),
+        created_at=TIMES,
+    )
+    def create_automation(
+        self,
+        aid: str,
+        project: str,
+        name: str,
+        interval: int,
+        first: float | None,
+        once: bool,
+        created_at: float,
+    ) -> None:
+        self.both(
+            "insert_automation",
+            Automation(
+                id=aid,
+                project_id=project,
+                name=name,
+                prompt="p",
+                interval_seconds=interval,
+                first_run_at=first,
+                run_once=once,
+                created_at=created_at,
+            ),
+        )
+
+    @rule(aid=AUTOMATION_IDS, now=TIMES, use_next=st.booleans(), slot=TIMES)
+    def claim(self, aid: str, now: float, use_next: bool, slot: float) -> None:
+        current = self.memory.get_automation(aid)
+        if use_next and current is not None:
+            nxt = next_run_at(current)
+            slot = nxt if nxt is not None else slot
+        self.both("claim_automation", aid, slot, now)
+
+    @rule(sender=TASK_IDS, kind=TEXT, about=st.none() | TASK_IDS, time=TIMES)
+    def audit(self, sender: str, kind: str, about: str | None, time: float) -> None:
+        self.both("record_audit", AuditRecord(sender, kind, about, "done", "r", time))
+
+    @rule(tid=TASK_IDS, text=TEXT)
+    def followup(self, tid: str, text: str) -> None:
+        self.both("enqueue_followup", tid, text)
+
+    # ---- reads --------------------------------------------------------------------------
+
+    @rule(steps=st.integers(-1, 40))
+    def lineage(self, steps: int) -> None:
+        for tid in ALL_TASK_IDS:
+            for bound in (steps, -1, 0, 1, 32):
+                self.both("lineage", tid, bound)
+
+    @rule(ids=st.lists(TASK_IDS, max_size=10))
+    def get_tasks(self, ids: list[str]) -> None:
+        self.both("get_tasks", ids)
+
+    @rule(tid=TASK_IDS)
+    def reads_by_task(self, tid: str) -> None:
+        for method in (
+            "get_task",
+            "count_children",
+            "task_costs",
+            "latest_attempt",
+            "list_attempts",
+            "followups_for",
+        ):
+            self.both(method, tid)
+
+    @rule(
+        project=PROJECT_IDS,
+        status=st.none() | STATUS,
+        q=st.none() | TEXT,
+        limit=st.integers(-1, 12),
+    )
+    def list_tasks(self, project: str, status: str | None, q: str | None, limit: int) -> None:
+        self.both("list_tasks", project, status=status, q=q, limit=limit)
+
+    @rule(
+        project=PROJECT_IDS,
+        statuses=st.sets(st.sampled_from(TODO_STATUSES)),
+        q=st.none() | TEXT,
+        limit=st.integers(0, 5),
+    )
+    def list_todos(self, project: str, statuses: set[str], q: str | None, limit: int) -> None:
+        self.both("list_todos", project, statuses=statuses, q=q, limit=limit)
+        for did in ("d1", "d2", "D"):
+            self.both("get_todo", did)
+
+    @rule(now=TIMES | FLOATS, project=PROJECT_IDS, aid=AUTOMATION_IDS)
+    def automations(self, now: float, project: str, aid: str) -> None:
+        self.both("due_automations", now)
+        self.both("active_automation_names", project)
+        self.both("get_automation", aid)
+
+    @rule(
+        user=st.none() | USERS,
+        project=PROJECT_IDS,
+        permission=st.sampled_from(["read", "create_task", "approve_merge"]),
+    )
+    def lookups(self, user: str | None, project: str, permission: str) -> None:
+        self.both("has_permission", user, project, permission)
+        if user is not None:
+            self.both("get_quota", user)
+            self.both("unpriced_tokens", user)
+        self.both("get_project", project)
+
+    # ---- the whole state ---------------------------------------------------------------
+
+    @invariant()
+    @precondition(lambda self: self.sqlite is not None)
+    def same_world(self) -> None:
+        assert self.sqlite is not None
+        mine = self.sqlite.export_world(0.0)
+        reference = self.memory.export_world(0.0)
+        assert mine == reference
+        assert repr(mine) == repr(reference)
+
+    def teardown(self) -> None:
+        if self.sqlite is not None:
+            self.sqlite.close()
+        self._dir.cleanup()
+
+
+AdapterAgreement.TestCase.settings = settings(
+    max_examples=40,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
