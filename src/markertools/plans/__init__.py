@@ -13,6 +13,9 @@
   `proposal_to_json` (camelCase, round-trips exactly).
 The store (atomic run record, JSONL event log, host lock) is
 `markertools_adapters.planstore`.
+
+May import: `markertools.text` and `markertools.domain` only (never parse, inject or
+deliver; `pyproject.toml` holds the contract).
 """
 
 from __future__ import annotations
