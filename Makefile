@@ -29,8 +29,12 @@ rules: $(VENV)/.installed
 # The tests run against a real throwaway PostgreSQL server too (installed on Debian
 # when missing, started on a loopback port, removed afterwards); the wrapper fails
 # when no server can be started, so the PostgreSQL tests never silently skip here.
+# ... and against the real Codex CLI (scripts/install_codex.sh installs the pinned npm
+# package under .cache/codex, Node.js from Debian when missing). MARKERTOOLS_REQUIRE_REAL=1
+# turns a missing real part (Codex, PostgreSQL) into a failure instead of a skip.
 pytest: $(VENV)/.installed
-	scripts/with_postgres.sh $(BIN)/python -m pytest -q
+	MARKERTOOLS_CODEX_BIN="$${MARKERTOOLS_CODEX_BIN:-$$(scripts/install_codex.sh)}" \
+	MARKERTOOLS_REQUIRE_REAL=1 scripts/with_postgres.sh $(BIN)/python -m pytest -q
 
 test: lint typecheck rules pytest
 
