@@ -79,3 +79,18 @@ def offline_codex(tmp_path: Path) -> Iterator[OfflineCodex]:
         yield OfflineCodex(tmp_path / "codex-home", fake, binary, ("fake-model", "fake-mini"))
     finally:
         fake.stop()
+
+
+@pytest.fixture(scope="session")
+def codex_schema(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The JSON Schema the pinned binary generates (`app-server generate-json-schema`)."""
+    import subprocess
+
+    out = tmp_path_factory.mktemp("codex-schema")
+    subprocess.run(
+        [codex_bin(), "app-server", "generate-json-schema", "--out", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return out

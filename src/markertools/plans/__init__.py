@@ -29,6 +29,7 @@ from markertools.plans._codec import (
 )
 from markertools.plans._events import (
     Applied,
+    Budget,
     Cancel,
     DecisionTimeout,
     Dispatch,
@@ -36,6 +37,7 @@ from markertools.plans._events import (
     Duplicate,
     Event,
     Finish,
+    Halt,
     HostOnline,
     HostRestarted,
     Launch,
@@ -46,6 +48,8 @@ from markertools.plans._events import (
     Refused,
     Resume,
     StartRun,
+    ThreadSeen,
+    Tune,
     TurnEnded,
     TurnStarted,
 )
@@ -102,7 +106,7 @@ from markertools.plans._quota import (
     QuotaWindow,
     quota_verdict,
 )
-from markertools.plans._state import Alert, Notice, RoleRun, RunState, new_run
+from markertools.plans._state import Alert, Confirmation, Notice, RoleRun, RunState, new_run
 from markertools.plans._supervision import Step, apply
 
 __all__ = [
@@ -114,13 +118,16 @@ __all__ = [
     "RUN_STATES",
     "Alert",
     "Applied",
+    "Budget",
     "Cancel",
+    "Confirmation",
     "DecisionTimeout",
     "Dispatch",
     "Dropped",
     "Duplicate",
     "Event",
     "Finish",
+    "Halt",
     "HostCheck",
     "HostOnline",
     "HostRestarted",
@@ -155,6 +162,8 @@ __all__ = [
     "StartRun",
     "Step",
     "Supervision",
+    "ThreadSeen",
+    "Tune",
     "TurnEnded",
     "TurnStarted",
     "apply",

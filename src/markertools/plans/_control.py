@@ -15,8 +15,10 @@ import attrs
 from markertools.plans import _notify
 from markertools.plans._events import (
     Applied,
+    Budget,
     Cancel,
     Dropped,
+    Halt,
     HostOnline,
     HostRestarted,
     NotifyResult,
@@ -24,9 +26,12 @@ from markertools.plans._events import (
     QuotaObserved,
     Refused,
     Resume,
+    ThreadSeen,
+    Tune,
 )
 from markertools.plans._fields import quote
 from markertools.plans._machines import LIVE_ROLE_STATES, RUN_MACHINE, Illegal, transition
+from markertools.plans._model import EFFORTS, RANGES, SANDBOXES
 from markertools.plans._quota import QuotaStop, QuotaUnobserved, quota_verdict
 from markertools.plans._runops import (
     ANY_DETAIL,
@@ -39,7 +44,7 @@ from markertools.plans._runops import (
     put,
     stop,
 )
-from markertools.plans._state import RunState
+from markertools.plans._state import MAX_KNOWN_TURNS, RunState
 from markertools.text.msg import msg
 
 
@@ -163,3 +168,74 @@ def host_restarted(state: RunState, ev: HostRestarted, now: float) -> Result:
         )
     detail = msg("plan.paused.host_restart", roles=tuple(quote(r.name) for r in live))
     return pause(state, "host-restart", detail, now), Applied(detail)
+
+
+def halt(state: RunState, ev: Halt, now: float) -> Result:
+    """DOT-3/4/5/7/12: pause the run with the host's alert. On a run that is not
+    running (already paused, or finished) only the alert is recorded."""
+    if ev.role is not None and state.role(ev.role) is None:
+        return state, Refused(msg("plan.no_such_role", name=quote(ev.role)))
+    return pause(state, ev.kind, ev.detail, now), Applied(ev.detail)
+
+
+def tune(state: RunState, ev: Tune, now: float) -> Result:
+    """dots_tune (DOT-13): overrides for the role's next turns. The host asked the
+    user first where the change widens anything (DOT-14); here it is only checked."""
+    if state.status in ("completed", "cancelled"):
+        return state, Refused(msg("plan.run_not_running", status=state.status))
+    role = state.role(ev.role)
+    if role is None:
+        return state, Refused(msg("plan.no_such_role", name=quote(ev.role)))
+    if role.status == "completed":
+        return state, Refused(msg("plan.not_awaiting", role=quote(ev.role), status=role.status))
+    if ev.effort is not None and ev.effort not in EFFORTS:
+        return state, Refused(msg("plan.tune_bad", field="effort", value=quote(ev.effort)))
+    if ev.sandbox is not None and ev.sandbox not in SANDBOXES:
+        return state, Refused(msg("plan.tune_bad", field="sandbox", value=quote(ev.sandbox)))
+    low, high = RANGES["timeoutMs"]
+    if ev.timeout_ms is not None and not low <= ev.timeout_ms <= (high or ev.timeout_ms):
+        return state, Refused(msg("plan.tune_bad", field="timeoutMs", value=ev.timeout_ms))
+    allowed = (
+        *state.allowed_models,
+        *(m for m in ev.allow_models if m not in state.models_allowed),
+    )
+    model = ev.model if ev.model is not None else role.model
+    spec = state.proposal.role(ev.role)
+    planned = spec.model if spec is not None else None
+    if (
+        ev.model is not None
+        and ev.model != planned
+        and ev.model not in (*state.models_allowed, *allowed)
+    ):
+        return state, Refused(msg("plan.tune_model_not_allowed", model=quote(ev.model)))
+    tuned = attrs.evolve(
+        role,
+        model=model,
+        effort=ev.effort if ev.effort is not None else role.effort,
+        timeout_ms=ev.timeout_ms if ev.timeout_ms is not None else role.timeout_ms,
+        sandbox=ev.sandbox if ev.sandbox is not None else role.sandbox,
+    )
+    return attrs.evolve(put(state, tuned), allowed_models=allowed), Applied()
+
+
+def budget(state: RunState, ev: Budget, now: float) -> Result:
+    """dots_control budget: a new turn limit within PLN-1's range, never below the
+    turns already used."""
+    if state.status in ("completed", "cancelled"):
+        return state, Refused(msg("plan.run_not_running", status=state.status))
+    low, high = RANGES["maxTurns"]
+    if not low <= ev.max_turns <= (high or ev.max_turns) or ev.max_turns < state.turns_used:
+        return state, Refused(
+            msg("plan.budget_bad", value=ev.max_turns, used=state.turns_used, max=high or 0)
+        )
+    return attrs.evolve(state, max_turns=ev.max_turns), Applied()
+
+
+def thread_seen(state: RunState, ev: ThreadSeen, now: float) -> Result:
+    """DOT-12: the turn ids a role's thread held when the host read it; they are the
+    turns the host knows (later a turn outside them is an external turn)."""
+    role = state.role(ev.role)
+    if role is None:
+        return state, Refused(msg("plan.no_such_role", name=quote(ev.role)))
+    known = (*role.known_turns, *(t for t in ev.turn_ids if t not in role.known_turns))
+    return put(state, attrs.evolve(role, known_turns=known[-MAX_KNOWN_TURNS:])), Applied()

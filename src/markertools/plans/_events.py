@@ -38,6 +38,7 @@ class TurnStarted:
     event_id: str
     role: str
     thread_id: str | None = None
+    turn_id: str | None = None  # the backend's id of the turn (DOT-12: a turn we started)
 
 
 @attrs.frozen
@@ -119,6 +120,53 @@ class HostOnline:
     event_id: str
 
 
+HaltKind = Literal["timeout", "approval", "model", "worker-exit", "external-turn", "launch-failed"]
+
+
+@attrs.frozen
+class Halt:
+    """The host saw something that stops the run (DOT-3/4/5/7/12): a turn past its
+    timeout, an approval request, a model not offered, a worker that died, a turn it
+    did not start, a launch that failed. The run pauses with `detail` as the alert;
+    live turns end as `stopping` -> `paused` when their end is reported."""
+
+    event_id: str
+    kind: HaltKind
+    detail: Msg
+    role: str | None = None
+
+
+@attrs.frozen
+class Tune:
+    """dots_tune: overrides for a role's next turns (None keeps the current value);
+    `allow_models` adds to the run's allowed models (after a user confirmation)."""
+
+    event_id: str
+    role: str
+    model: str | None = None
+    effort: str | None = None
+    timeout_ms: int | None = None
+    sandbox: str | None = None
+    allow_models: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Budget:
+    """dots_control budget: the run's new turn limit (maxTurns)."""
+
+    event_id: str
+    max_turns: int
+
+
+@attrs.frozen
+class ThreadSeen:
+    """The turn ids a role's thread held when the host read its head (DOT-12)."""
+
+    event_id: str
+    role: str
+    turn_ids: tuple[str, ...] = ()
+
+
 @attrs.frozen
 class HostRestarted:
     """Applied once after a host (re)loads a run from its store (PLN-6 last sentence)."""
@@ -141,6 +189,10 @@ Event = (
     | NotifyResult
     | HostOnline
     | HostRestarted
+    | Halt
+    | Tune
+    | Budget
+    | ThreadSeen
 )
 
 

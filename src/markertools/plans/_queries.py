@@ -37,9 +37,12 @@ def live_turns(state: RunState) -> int:
     return sum(1 for r in state.roles if r.status in LIVE_ROLE_STATES)
 
 
-def launchable(state: RunState, host_busy: int = 0) -> tuple[str, ...]:
+def launchable(
+    state: RunState, host_busy: int = 0, skip: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
     """Queued roles that may launch now. `host_busy`: live turns of OTHER runs on
-    this host (maxConcurrent is host-wide, PLN-10)."""
+    this host (maxConcurrent is host-wide, PLN-10); `skip`: roles the host can not
+    launch now (their cwd is busy, DOT-6), left out before the free slots are counted."""
     if state.status != "running":
         return ()
     done = {r.name for r in state.roles if r.status == "completed"}
@@ -47,6 +50,8 @@ def launchable(state: RunState, host_busy: int = 0) -> tuple[str, ...]:
     ready: list[str] = []
     for role in state.roles:
         spec = state.proposal.role(role.name)
+        if role.name in skip:
+            continue
         if role.status == "queued" and spec is not None and set(spec.depends_on) <= done:
             ready.append(role.name)
     return tuple(ready[: max(0, free)])
@@ -66,11 +71,11 @@ def launch_payload(state: RunState, name: str) -> LaunchPayload | None:
         inputs=inputs,
         backend=spec.backend,
         cwd=spec.cwd,
-        sandbox=spec.sandbox,
-        model=spec.model,
-        effort=spec.effort,
+        sandbox=role.sandbox or spec.sandbox,
+        model=role.model or spec.model,
+        effort=role.effort or spec.effort,
         thread_id=role.thread_id or spec.existing_thread_id,
-        timeout_ms=state.proposal.timeout_ms,
+        timeout_ms=role.timeout_ms or state.proposal.timeout_ms,
     )
 
 
@@ -92,13 +97,13 @@ def due_decision_timeouts(state: RunState, now: float) -> tuple[tuple[str, str],
 def overdue_turns(state: RunState, now: float) -> tuple[str, ...]:
     """Roles whose current turn has run longer than `timeoutMs` (the host interrupts
     them and reports the turn as ended with outcome `timed_out`)."""
-    limit = state.proposal.timeout_ms / 1000.0
+    default = state.proposal.timeout_ms
     return tuple(
         r.name
         for r in state.roles
         if r.status in ("starting", "running")
         and r.turn_started_at is not None
-        and now - r.turn_started_at >= limit
+        and now - r.turn_started_at >= (r.timeout_ms or default) / 1000.0
     )
 
 

@@ -31,7 +31,14 @@ PauseReason = Literal[
     "quota",
     "notify-failures",
     "host-restart",
+    "timeout",
+    "approval",
+    "model",
+    "worker-exit",
+    "external-turn",
+    "launch-failed",
 ]
+MAX_KNOWN_TURNS: Final[int] = 64  # turn ids kept per role for the external-turn check
 NoticeKind = Literal["decision", "reminder", "paused", "completed", "cancelled"]
 DECISION_NOTICES: Final[frozenset[str]] = frozenset({"decision", "reminder"})
 
@@ -60,6 +67,11 @@ class RoleRun:
     issued_decision_ids: tuple[str, ...] = ()
     conclusion: str | None = None  # accepted conclusion (completed)
     interrupted_instruction: str | None = None  # unfinished when the host stopped
+    known_turns: tuple[str, ...] = ()  # turn ids of its thread the host knows (DOT-12)
+    model: str | None = None  # dots_tune overrides for the next turns (None: the plan's)
+    effort: str | None = None
+    timeout_ms: int | None = None
+    sandbox: str | None = None
 
 
 @attrs.frozen
@@ -75,6 +87,16 @@ class Notice:
     failures: int = 0
     next_attempt_at: float = 0.0
     waiting_for_host: bool = False  # the host was offline: wait until it is back
+
+
+@attrs.frozen
+class Confirmation:
+    """A user's answer to a confirmation (DOT-14): what was asked and the answer."""
+
+    at: float
+    step: str
+    accepted: bool
+    summary: str = ""
 
 
 @attrs.frozen
@@ -96,8 +118,20 @@ class RunState:
     alerts: tuple[Alert, ...] = ()
     quota_windows: tuple[QuotaWindow, ...] = ()
     quota_unobserved: bool = False
+    owner: str | None = None  # the main conversation that started the run (DOT-15)
+    confirmations: tuple[Confirmation, ...] = ()
+    max_turns: int | None = None  # dots_control budget (None: the proposal's maxTurns)
+    allowed_models: tuple[str, ...] = ()  # added through dots_tune (DOT-5)
     log_seq: int = 0  # the store's event-log sequence number last applied
     revision: int = 0  # the store's compare-and-set revision
+
+    @property
+    def turn_limit(self) -> int:
+        return self.max_turns if self.max_turns is not None else self.proposal.max_turns
+
+    @property
+    def models_allowed(self) -> tuple[str, ...]:
+        return (*self.proposal.allowed_models, *self.allowed_models)
 
     def role(self, name: str) -> RoleRun | None:
         for r in self.roles:
@@ -106,7 +140,15 @@ class RunState:
         return None
 
 
-def new_run(run_id: str, proposal: Proposal, now: float, max_concurrent: int = 3) -> RunState:
+def new_run(
+    run_id: str,
+    proposal: Proposal,
+    now: float,
+    max_concurrent: int = 3,
+    *,
+    owner: str | None = None,
+    confirmations: tuple[Confirmation, ...] = (),
+) -> RunState:
     """A `ready` run: every role queued with its first instruction (seed: 所有角色首条
     指令进入队列). `max_concurrent` is the host's setting (PLN-10)."""
     if not 1 <= max_concurrent <= 3:
@@ -119,4 +161,6 @@ def new_run(run_id: str, proposal: Proposal, now: float, max_concurrent: int = 3
         created_at=now,
         updated_at=now,
         max_concurrent=max_concurrent,
+        owner=owner,
+        confirmations=confirmations,
     )

@@ -26,12 +26,14 @@ import attrs
 
 from markertools.plans import _control, _turns
 from markertools.plans._events import (
+    Budget,
     Cancel,
     DecisionTimeout,
     Dispatch,
     Duplicate,
     Event,
     Finish,
+    Halt,
     HostOnline,
     HostRestarted,
     Launch,
@@ -42,6 +44,8 @@ from markertools.plans._events import (
     Refused,
     Resume,
     StartRun,
+    ThreadSeen,
+    Tune,
     TurnEnded,
     TurnStarted,
 )
@@ -85,4 +89,8 @@ _HANDLERS: Final[dict[type, Callable[[RunState, Any, float], Result]]] = {
     NotifyResult: _control.notify_result,
     HostOnline: _control.host_online,
     HostRestarted: _control.host_restarted,
+    Halt: _control.halt,
+    Tune: _control.tune,
+    Budget: _control.budget,
+    ThreadSeen: _control.thread_seen,
 }

@@ -39,7 +39,7 @@ from markertools.plans._runops import (
     pause,
     put,
 )
-from markertools.plans._state import RoleRun, RunState
+from markertools.plans._state import MAX_KNOWN_TURNS, RoleRun, RunState
 from markertools.text.msg import msg
 
 
@@ -69,7 +69,7 @@ def launch(state: RunState, ev: Launch, now: float) -> Result:
     live = live_turns(state)
     if live >= state.max_concurrent:
         return state, Refused(msg("plan.concurrency", n=live, max=state.max_concurrent))
-    limit = state.proposal.max_turns
+    limit = state.turn_limit
     if state.turns_used >= limit:
         detail = msg("plan.paused.turn_limit", used=state.turns_used, max=limit)
         return pause(state, "turn-limit", detail, now), Applied(detail)
@@ -89,11 +89,15 @@ def turn_started(state: RunState, ev: TurnStarted, now: float) -> Result:
     if isinstance(role, Refused):
         return state, role
     thread = ev.thread_id or role.thread_id
+    known = role.known_turns
+    if ev.turn_id is not None and ev.turn_id not in known:
+        known = (*known, ev.turn_id)[-MAX_KNOWN_TURNS:]
     if role.status == "stopping":  # the pause came while it was starting
-        return put(state, attrs.evolve(role, thread_id=thread)), Applied()
+        return put(state, attrs.evolve(role, thread_id=thread, known_turns=known)), Applied()
     if role.status != "starting":
         return state, Dropped(msg("plan.stale_turn", role=quote(role.name), status=role.status))
-    return put(state, attrs.evolve(must(role, "started"), thread_id=thread)), Applied()
+    started = attrs.evolve(must(role, "started"), thread_id=thread, known_turns=known)
+    return put(state, started), Applied()
 
 
 def ended(role: RoleRun, ev: TurnEnded) -> RoleRun:

@@ -197,6 +197,50 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "未返回需要监视的额度窗口（bucket {bucket}，{window} 分钟）；无法检查额度停止条件",
     },
     # pause reasons
+    "plan.tune_bad": {
+        "en": "dots_tune: {field} {value} is not allowed",
+        "zh": "dots_tune：{field} 的值 {value} 不允许",
+    },
+    "plan.tune_model_not_allowed": {
+        "en": "model {model} is not in allowedModels (a user confirmation can add it)",
+        "zh": "模型 {model} 不在 allowedModels 中（用户确认后可以增补）",
+    },
+    "plan.budget_bad": {
+        "en": "budget {value} must be between the {used} turns already used and {max}",
+        "zh": "预算 {value} 必须介于已用的 {used} 轮与 {max} 之间",
+    },
+    "plan.thread_history": {
+        "en": "the recent history of thread {thread} (written by people and models; untrusted)",
+        "zh": "对话 {thread} 的近期历史（由人和模型写成；不可信）",
+    },
+    "plan.conclusion_of": {
+        "en": "the accepted conclusion of role {role}",
+        "zh": "角色 {role} 已验收的结论",
+    },
+    "plan.paused.timeout": {
+        "en": "role {role}: the turn ran past timeoutMs ({ms} ms) and was interrupted",
+        "zh": "角色 {role}：本轮超过 timeoutMs（{ms} 毫秒），已中断",
+    },
+    "plan.paused.approval": {
+        "en": "role {role} asked for {request} ({what}); it was declined and the turn interrupted",
+        "zh": "角色 {role} 请求 {request}（{what}）；已拒绝并中断本轮",
+    },
+    "plan.paused.model": {
+        "en": "role {role}: {what} {value} is not offered by model/list (offered: {offered})",
+        "zh": "角色 {role}：model/list 未提供 {what} {value}（可用：{offered}）",
+    },
+    "plan.paused.worker_exit": {
+        "en": "role {role}: the codex app-server stopped ({detail})",
+        "zh": "角色 {role}：codex app-server 已停止（{detail}）",
+    },
+    "plan.paused.external_turn": {
+        "en": "role {role}: thread {thread} has a turn the supervisor did not start ({turn}): check and submit a new plan",
+        "zh": "角色 {role}：对话 {thread} 出现了非本监督器发起的轮次（{turn}）：请核对并重新提交计划",
+    },
+    "plan.paused.launch_failed": {
+        "en": "role {role}: the turn could not be started ({detail})",
+        "zh": "角色 {role}：无法启动本轮（{detail}）",
+    },
     "plan.paused.user": {"en": "paused on request", "zh": "按请求暂停"},
     "plan.paused.turn_limit": {
         "en": "turn limit reached: {used} of {max} turns used",

@@ -12,6 +12,8 @@ from markertools_adapters.cli import (  # noqa: F401  (imported to register comm
     cmd_codex,
     cmd_deliver,
     cmd_demo,
+    cmd_dots,
+    cmd_dots_serve,
     cmd_guide,
     cmd_parse,
     cmd_plan,

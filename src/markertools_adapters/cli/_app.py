@@ -19,7 +19,12 @@ app = typer.Typer(
 )
 plan_app = typer.Typer(help="Orchestration proposals (docs/rules.md PLN).", no_args_is_help=True)
 world_app = typer.Typer(help="World files and SQLite databases.", no_args_is_help=True)
+dots_app = typer.Typer(
+    help="The orchestration supervisor: run plans on Codex workers (docs/rules.md DOT).",
+    no_args_is_help=True,
+)
 app.add_typer(plan_app, name="plan")
+app.add_typer(dots_app, name="dots")
 app.add_typer(world_app, name="world")
 
 

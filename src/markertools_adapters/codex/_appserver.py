@@ -5,8 +5,9 @@
 #
 # Must never: raise on any input, build text from `item/agentMessage/delta` (a fence can
 # be split across deltas; only the authoritative `item/completed` item counts), mix two
-# threads' or two turns' text, or treat `inProgress` or an `error` with `willRetry: true`
-# as the end of a turn.
+# threads' or two turns' text, treat `inProgress` or an `error` with `willRetry: true`
+# as the end of a turn, return a turn it knows was reverted, or let a completed turn
+# without any agent message pass without a problem.
 #
 # Invariants:
 #   Rule 1: a turn is keyed by (threadId, turnId); its text is the `text` of every
@@ -16,6 +17,15 @@
 #           are ignored; unknown methods and item types are ignored.
 #   Rule 3: a malformed line is a problem and is skipped; it taints the turn it names,
 #           or, when it names none, every turn open at that moment (see CodexTurn).
+#   Rule 4: `thread/reverted {threadId}` (codex >= 0.169, after `thread/revert`) does not
+#           say which turns went, so every turn of that thread seen before it (ended or
+#           open) counts as reverted: listed in `reverted` (whole-file readers drop the
+#           ones already returned, `drop_reverted`), never returned afterwards, and
+#           named in a problem. Turns started after it are read normally.
+#   Rule 5: a completed turn with no agent message at all (no agentMessage
+#           `item/completed`, none in `turn.items`) is a problem on its `turn/completed`
+#           line (reported only: a stream says explicitly which items a turn had, and a
+#           turn may end without a message; the rollout reader also taints it).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -72,6 +82,7 @@ class AppServerTurnReader(LineReader):
         self._open: dict[Key, _OpenTurn] = {}
         self._done: dict[Key, int] = {}  # key -> line of its turn/completed
         self.problems: list[CodexProblem] = []
+        self.reverted: dict[Key, int] = {}  # key -> line of the thread/reverted (Rule 4)
 
     # ---- input (feed, close and lines_seen come from LineReader) ---------------------
 
@@ -84,9 +95,15 @@ class AppServerTurnReader(LineReader):
         return out
 
     def _finish(self, out: list[CodexTurn]) -> None:
-        for state in self._open.values():
-            out.append(_record(state, STATUS_IN_PROGRESS, None, 0))
+        for key, state in self._open.items():
+            if key not in self.reverted:
+                out.append(_record(state, STATUS_IN_PROGRESS, None, 0))
         self._open.clear()
+
+    def drop_reverted(self, turns: Iterable[CodexTurn]) -> list[CodexTurn]:
+        """`turns` without those a later `thread/reverted` reverted (Rule 4)."""
+        gone = {(clean_text(a), clean_text(b)) for a, b in self.reverted}
+        return [t for t in turns if (t.thread_id, t.turn_id) not in gone]
 
     # ---- lines and messages --------------------------------------------------------
 
@@ -216,13 +233,50 @@ class AppServerTurnReader(LineReader):
             )
             return
         state = self._open.pop(key, None) or _OpenTurn(*key)
-        if not state.positions:
-            state.messages = _agent_texts(turn.get("items"))  # items are usually empty
+        self._done[key] = n
+        if key in self.reverted:  # Rule 4
+            self._problem(
+                n,
+                f"turn {key[1]} ended after thread/reverted (line {self.reverted[key]}) "
+                "reverted it; dropped, never delivered",
+                None,
+                None,
+                taint=False,
+            )
+            return
+        found = bool(state.positions)
+        if not found:  # items are usually empty
+            state.messages = _agent_texts(turn.get("items"))
+            found = _has_agent_item(turn.get("items"))
+        if status == STATUS_COMPLETED and not found:  # Rule 5
+            self._problem(
+                n,
+                f"turn {key[1]} completed but no agent message was found for it (no "
+                "agentMessage item/completed, none in turn.items): its text is empty",
+                None,
+                None,
+                taint=False,
+            )
         error = _error_message(turn.get("error"))
         if error is None and status != STATUS_COMPLETED:
             error = state.error
-        self._done[key] = n
         out.append(_record(state, status, error, n))
+
+    def _thread_reverted(self, p: Mapping[str, Any], n: int, out: list[CodexTurn]) -> None:
+        thread_id = _req_str(p, "threadId")
+        keys = [k for k in (*self._done, *self._open) if k[0] == thread_id]
+        fresh = [k for k in keys if k not in self.reverted]
+        for key in fresh:
+            self.reverted[key] = n
+        ids = ", ".join(k[1] for k in fresh) or "none"
+        self._problem(
+            n,
+            f"thread/reverted for thread {thread_id} does not say which turns were reverted, "
+            f"so every earlier turn of it is dropped, never delivered: {ids}",
+            None,
+            None,
+            taint=False,
+        )
 
     # ---- helpers -------------------------------------------------------------------
 
@@ -255,6 +309,7 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "item/completed": AppServerTurnReader._item_completed,
     "error": AppServerTurnReader._error,
     "turn/completed": AppServerTurnReader._turn_completed,
+    "thread/reverted": AppServerTurnReader._thread_reverted,
 }
 
 
@@ -304,6 +359,12 @@ def _agent_texts(items: object) -> list[str]:
     ]
 
 
+def _has_agent_item(items: object) -> bool:
+    return isinstance(items, list) and any(
+        isinstance(item, dict) and item.get("type") == "agentMessage" for item in items
+    )
+
+
 def _params(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     params = obj.get("params")
     return params if isinstance(params, dict) else {}
@@ -331,7 +392,7 @@ def iter_app_server_turns(chunks: Iterable[bytes | str]) -> Iterator[CodexTurn]:
     reader = AppServerTurnReader()
     for chunk in chunks:
         yield from reader.feed(chunk)
-    yield from reader.close()
+    yield from reader.close()  # a turn reverted after it was yielded cannot be taken back
 
 
 def read_app_server_stream(chunks: Iterable[bytes | str]) -> CodexTranscript:
@@ -340,4 +401,4 @@ def read_app_server_stream(chunks: Iterable[bytes | str]) -> CodexTranscript:
     for chunk in chunks:
         turns.extend(reader.feed(chunk))
     turns.extend(reader.close())
-    return CodexTranscript(tuple(turns), tuple(reader.problems))
+    return CodexTranscript(tuple(reader.drop_reverted(turns)), tuple(reader.problems))

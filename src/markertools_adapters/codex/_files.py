@@ -11,6 +11,17 @@
 #           turns still open at that point end "inProgress".
 #   Rule 2: a turn that a later `turn_aborted` names is reported "interrupted" even if a
 #           completion event came first (the safer reading of a contradictory file).
+#   Rule 3: reverted turns are dropped from a whole-file transcript (each with a
+#           problem): turns a `thread_rolled_back` / `thread/reverted` reverted after
+#           they ended, and turns of a rollout that a later segment of the same thread
+#           cut off. Codex >= 0.169 `thread/revert` writes nothing into the file it
+#           reverts: it starts a segment `rollout-<time>-<thread>_<segment>.jsonl`
+#           whose `session_meta.history_base` = {thread_id: the file it continues (the
+#           thread id for the first file, else that segment's id), end_ordinal_exclusive}.
+#           The live history is the chain from the newest segment (largest UUIDv7) back
+#           to the first file; a file on it keeps what comes before its child's cut, a
+#           segment off it is reverted entirely. Segments are looked for next to the
+#           file and, for a sessions/YYYY/MM/DD layout, in the whole sessions tree.
 from __future__ import annotations
 
 import os
@@ -24,7 +35,7 @@ from typing import BinaryIO, Final
 import attrs
 
 from markertools_adapters.codex._appserver import AppServerTurnReader
-from markertools_adapters.codex._lines import LineReader
+from markertools_adapters.codex._lines import LineReader, load_object
 from markertools_adapters.codex._records import (
     STATUS_INTERRUPTED,
     CodexProblem,
@@ -35,9 +46,11 @@ from markertools_adapters.codex._rollout import RolloutTurnReader
 
 CHUNK_BYTES: Final = 1 << 20
 ZSTD_INPUT_SLICE: Final = 1024
-_UUID = re.compile(
-    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"
-)
+_UUID_RE: Final = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# `rollout-<time>-<thread>` or, for a segment written by thread/revert, `..._<segment>`
+_ROLLOUT_NAME = re.compile(rf"({_UUID_RE})(?:_({_UUID_RE}))?$")
+_DATE_DIRS = (re.compile(r"\d{4}"), re.compile(r"\d{2}"), re.compile(r"\d{2}"))
+MAX_META_BYTES: Final = 16 * 1024 * 1024  # first line of a sibling segment we look at
 ZSTD_HINT: Final = (
     "reading a .zst file needs the 'zstandard' package (pip install 'markertools[zstd]')"
 )
@@ -51,13 +64,17 @@ def read_app_server_events(path: str | os.PathLike[str]) -> CodexTranscript:
     """Every turn of a captured app-server stdout stream (JSONL), and its problems."""
     reader = AppServerTurnReader()
     turns, problems = _drain(reader, Path(path))
-    return CodexTranscript(tuple(turns), tuple(problems))
+    return CodexTranscript(tuple(reader.drop_reverted(turns)), tuple(problems))
 
 
 def read_rollout(path: str | os.PathLike[str]) -> CodexTranscript:
-    """Every turn of a rollout file (`rollout-*.jsonl` or `.jsonl.zst`), and its problems."""
+    """Every turn of a rollout file (`rollout-*.jsonl` or `.jsonl.zst`), and its problems.
+    Turns that were reverted are not in it (Rule 3)."""
     path = Path(path)
-    reader = RolloutTurnReader(thread_id=thread_id_from_name(path))
+    cut, note, scan_problems = _revert_cut(path)
+    reader = RolloutTurnReader(
+        thread_id=thread_id_from_name(path), reverted_from_ordinal=cut, revert_note=note
+    )
     turns, problems = _drain(reader, path)
     late = reader.late_aborts
     if late:  # Rule 2
@@ -67,16 +84,113 @@ def read_rollout(path: str | os.PathLike[str]) -> CodexTranscript:
             else t
             for t in turns
         ]
-    return CodexTranscript(tuple(turns), tuple(problems))
+    if reader.reverted:  # Rule 3
+        turns = [t for t in turns if (t.turn_id, t.line) not in reader.reverted]
+    return CodexTranscript(tuple(turns), tuple(scan_problems + problems))
 
 
 def thread_id_from_name(path: Path) -> str | None:
-    """The session uuid codex puts at the end of a rollout file name, if any."""
+    """The session uuid codex puts at the end of a rollout file name, if any (for a
+    segment `..._<segment>.jsonl` written by thread/revert: the thread's uuid)."""
+    ids = _name_ids(path)
+    return ids[0] if ids else None
+
+
+def _name_ids(path: Path) -> tuple[str, str | None] | None:
+    """(thread id, segment id or None) from a rollout file name."""
     name = path.name
     for suffix in (".zst", ".jsonl"):
         name = name.removesuffix(suffix)
-    match = _UUID.search(name)
-    return match.group(1).lower() if match else None
+    match = _ROLLOUT_NAME.search(name)
+    if match is None:
+        return None
+    segment = match.group(2)
+    return match.group(1).lower(), segment.lower() if segment else None
+
+
+# ---- thread/revert segments (Rule 3) ------------------------------------------------
+
+
+def _revert_cut(path: Path) -> tuple[int | None, str, list[CodexProblem]]:
+    """(ordinal from which `path` is reverted or None, a note naming why, problems)."""
+    ids = _name_ids(path) if str(path) != "-" else None
+    if ids is None:
+        return None, "", []
+    thread, segment = ids
+    own = segment or thread
+    parents: dict[str, tuple[str, int, str]] = {}  # segment -> (base id, cut, file name)
+    problems: list[CodexProblem] = []
+    for other in [*_segment_files(path, thread), *([path] if segment else [])]:
+        other_ids = _name_ids(other)
+        if other_ids is None or other_ids[1] is None:
+            continue
+        base = _history_base(other)
+        if base is None:
+            problems.append(
+                CodexProblem(
+                    0,
+                    f"cannot read the history_base of {other.name} (a thread/revert segment "
+                    "of this thread): every turn of this file is treated as reverted",
+                )
+            )
+            return 0, f"history of {other.name} unknown", problems
+        parents[other_ids[1]] = (base[0], base[1], other.name)
+    if not parents:
+        return None, "", []
+    head = max(parents)  # UUIDv7: the newest segment
+    node, cut_of = head, {}  # file id on the live chain -> (cut, name of its child)
+    seen = set()
+    while node in parents and node not in seen:
+        seen.add(node)
+        base_id, cut, name = parents[node]
+        cut_of[base_id] = (cut, name)
+        node = base_id
+    if own == head:
+        return None, "", problems
+    if own in cut_of:
+        cut, name = cut_of[own]
+        return cut, f"thread/revert: {name} continues the thread from ordinal {cut}", problems
+    return 0, f"thread/revert: this segment is not in the live history ending in {head}", problems
+
+
+def _segment_files(path: Path, thread: str) -> list[Path]:
+    pattern = f"rollout-*{thread}_*.jsonl*"
+    folder = path.parent
+    parts = folder.parts
+    roots = [folder]
+    if len(parts) >= 4 and all(r.fullmatch(p) for r, p in zip(_DATE_DIRS, parts[-3:], strict=True)):
+        roots = [folder.parent.parent.parent]
+        pattern = f"*/*/*/{pattern}"
+    found: set[Path] = set()
+    for root in roots:
+        try:
+            found.update(p for p in root.glob(pattern) if p.name.endswith((".jsonl", ".jsonl.zst")))
+        except OSError:
+            continue
+    return sorted(found)  # the file being read may be among them: it is a segment too
+
+
+def _history_base(path: Path) -> tuple[str, int] | None:
+    """(file id, end_ordinal_exclusive) from a segment's first line, None if unreadable."""
+    head = bytearray()
+    try:
+        with _open(path) as fh:
+            chunks = _zstd_chunks(fh) if path.name.endswith(".zst") else _plain_chunks(fh)
+            for chunk in chunks:
+                head += chunk
+                if b"\n" in head or len(head) > MAX_META_BYTES:
+                    break
+    except (CodexInputError, _CorruptInput):
+        return None
+    obj, _ = load_object(bytes(head.split(b"\n", 1)[0]).decode("utf-8", "replace"))
+    payload = obj.get("payload") if obj is not None else None
+    base = payload.get("history_base") if isinstance(payload, dict) else None
+    if not isinstance(base, dict):
+        return None
+    base_id, cut = base.get("thread_id"), base.get("end_ordinal_exclusive")
+    if not isinstance(base_id, str) or not isinstance(cut, int) or isinstance(cut, bool):
+        return None
+    return base_id.lower(), cut
 
 
 def _drain(reader: LineReader, path: Path) -> tuple[list[CodexTurn], list[CodexProblem]]:

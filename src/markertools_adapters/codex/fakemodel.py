@@ -30,6 +30,7 @@ class Text:
 
     text: str
     chunk: int = 40  # size of response.output_text.delta pieces
+    delay: float = 0.0  # seconds between response.created and the text (a slow turn)
 
 
 @dataclass(frozen=True)
@@ -362,6 +363,8 @@ class FakeResponses:
                             fake.hanging.clear()
                         return
                     if isinstance(reply, Text):
+                        if reply.delay > 0:
+                            fake._stop.wait(reply.delay)
                         item_id = f"msg_fake_{n}"
                         self._event(
                             {

@@ -20,7 +20,7 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -38,6 +38,7 @@ LOCK_NAME: Final[str] = "host.lock"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
 Probe = Callable[[str], None]
+_RAW_KINDS: Final[frozenset[str]] = frozenset({"notification", "tuning"})
 
 
 class PlanStoreError(Exception):
@@ -215,6 +216,37 @@ class PlanStore:
         _write_synced(self.log_path(run_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, data)
         self._probe("log-appended")
 
+    def append_raw(self, run_id: str, kind: str, at: float, body: Any) -> None:
+        """Append a record that is not an event (DOT-2): `kind` "notification" (`body`:
+        the app-server's line, verbatim, as a string) or "tuning" (`body`: the change).
+        Not fsynced on its own (notifications are many); the next event's fsync covers
+        it. `read_events` skips these records."""
+        line = {kind: body, "at": at}
+        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        fd = os.open(self.log_path(run_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+
+    def read_raw(self, run_id: str, kind: str) -> list[Any]:
+        """The bodies of the `kind` records of a run's log, in order."""
+        try:
+            raw = self.log_path(run_id).read_bytes()
+        except FileNotFoundError:
+            return []
+        out: list[Any] = []
+        for chunk in raw.split(b"\n"):
+            if not chunk.strip():
+                continue
+            try:
+                obj = json.loads(chunk)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and kind in obj and "seq" not in obj:
+                out.append(obj[kind])
+        return out
+
     def read_events(self, run_id: str, *, repair: bool = False) -> list[LoggedEvent]:
         """Every logged event in order. A torn last line is ignored, and cut off when
         `repair` (Rule 3); a damaged line elsewhere raises CorruptStore."""
@@ -234,6 +266,9 @@ class PlanStore:
                 if is_last:  # no newline: the append never finished
                     raise ValueError("torn line")
                 obj = json.loads(chunk)
+                if isinstance(obj, dict) and "seq" not in obj and _RAW_KINDS & obj.keys():
+                    offset += len(chunk) + 1
+                    continue  # a notification or tuning record (append_raw)
                 out.append(
                     LoggedEvent(
                         int(obj["seq"]),

@@ -1,0 +1,132 @@
+"""Test support for the supervisor: plans in a temporary cwd, a scripted confirmer, a
+recording notifier, and `running(...)`, which opens a Supervisor on the real pinned
+Codex (offline, the fake Responses server) and closes it afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from codex_support import OfflineCodex
+
+from markertools.plans import HostSettings
+from markertools_adapters.dots import ConfirmRequest, NoticeOut, Supervisor
+
+OWNER = "conversation-1"
+
+
+def role(name: str, cwd: Path, **kw: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": name,
+        "backend": "codex",
+        "cwd": str(cwd),
+        "role": f"the {name}",
+        "instruction": f"{name}: do your part",
+        "sandbox": "read-only",
+    }
+    body.update(kw)
+    return body
+
+
+def plan(*workers: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "goal": "fix the module",
+        "plan": "reader finds the fault, fixer fixes it",
+        "workers": list(workers),
+        "quota": {"stopAtLeftPercent": None},
+        "maxTurns": 12,
+        "timeoutMs": 600_000,
+        "allowedModels": [],
+        "supervision": {"decisionTimeoutMs": 60_000, "maxDecisionRetries": 2, "maxTotalReminders": 8},
+    }
+    body.update(kw)
+    return body
+
+
+def workdir(tmp: Path, name: str) -> Path:
+    path = tmp / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class Confirm:
+    """Answers confirmations from a script ("accept" by default) and records them."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.asked: list[ConfirmRequest] = []
+
+    async def confirm(self, request: ConfirmRequest) -> Any:
+        self.asked.append(request)
+        return self.answers.pop(0) if self.answers else "accept"
+
+
+class Notices:
+    """A notifier that delivers every notice and keeps it."""
+
+    def __init__(self) -> None:
+        self.seen: list[NoticeOut] = []
+
+    async def notify(self, notice: NoticeOut) -> Any:
+        self.seen.append(notice)
+        return "delivered"
+
+
+@asynccontextmanager
+async def running(
+    codex: OfflineCodex,
+    state_dir: Path,
+    *,
+    confirmer: Any = None,
+    notifier: Any = None,
+    **kw: Any,
+) -> AsyncIterator[Supervisor]:
+    kw.setdefault("settings", HostSettings(max_concurrent=3, poll_ms=1000))
+    sup = Supervisor(
+        state_dir,
+        codex_bin=codex.binary,
+        codex_env=codex.env,
+        confirmer=confirmer or Confirm(),
+        notifier=notifier or Notices(),
+        tick_seconds=0.05,
+        request_timeout=30.0,
+        **kw,
+    )
+    await sup.open()
+    try:
+        yield sup
+    finally:
+        await sup.close()
+
+
+async def until(pred: Callable[[], bool | Awaitable[bool]], timeout: float = 30.0) -> None:
+    """Wait until `pred()` holds (polling); fail with the timeout otherwise."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = pred()
+        if not isinstance(value, bool):
+            value = await value
+        if value:
+            return
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+def worker(view: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(w for w in view["workers"] if w["name"] == name)
+
+
+def raw_notifications(state_dir: Path, run_id: str) -> list[dict[str, Any]]:
+    lines = (state_dir / f"run-{run_id}.jsonl").read_text().splitlines()
+    out = []
+    for line in lines:
+        obj = json.loads(line)
+        if "notification" in obj:
+            out.append(json.loads(obj["notification"]))
+    return out
