@@ -44,23 +44,6 @@ NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
         "TRN-12",
         "SCH-6",
         "SCH-7",
-        "DOT-1",
-        "DOT-2",
-        "DOT-3",
-        "DOT-4",
-        "DOT-5",
-        "DOT-6",
-        "DOT-7",
-        "DOT-8",
-        "DOT-9",
-        "DOT-10",
-        "DOT-11",
-        "DOT-12",
-        "DOT-13",
-        "DOT-14",
-        "DOT-15",
-        "DOT-16",
-        "DOT-17",
     }
 )
 

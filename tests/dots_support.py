@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from codex_support import OfflineCodex
+from repo_paths import TESTS
 
 from markertools.plans import HostSettings
 from markertools_adapters.dots import ConfirmRequest, NoticeOut, Supervisor
@@ -130,3 +132,18 @@ def raw_notifications(state_dir: Path, run_id: str) -> list[dict[str, Any]]:
         if "notification" in obj:
             out.append(json.loads(obj["notification"]))
     return out
+
+
+FAKE = TESTS / "helpers_fake_appserver.py"
+
+
+def fake_bin(tmp: Path, mode: str) -> str:
+    """An executable that runs the fake app-server in `mode` (passes `--version`)."""
+    path = tmp / f"codex-{mode}"
+    path.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "--version" ]; then echo "codex-cli 0.169.0"; exit 0; fi\n'
+        f'exec "{sys.executable}" "{FAKE}" {mode} "$@"\n'
+    )
+    path.chmod(0o755)
+    return str(path)

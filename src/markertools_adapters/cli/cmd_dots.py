@@ -135,7 +135,6 @@ async def _terminal_loop(sup: Supervisor, notifier: QueueNotifier, run_id: str) 
     while True:
         (view,) = sup.status(owner=TERMINAL_OWNER, run_id=run_id)
         if view["state"] in ("completed", "cancelled"):
-            console.print(render())
             return view
         with Live(render(), console=console, refresh_per_second=4, transient=True) as live:
             notice: NoticeOut | None = None

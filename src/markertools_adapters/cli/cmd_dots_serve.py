@@ -1,3 +1,95 @@
-# Owns: `markertools dots serve` (docs/cli.md): the supervisor as an MCP server on stdio.
-# (Being written: see markertools_adapters.dots.mcp.)
+# Owns: `markertools dots serve` (docs/cli.md, docs/orchestration.md): the supervisor as
+# an MCP server on stdio (`markertools_adapters.dots.mcp.DotsMcp`). Only parses the
+# options, builds the server and runs it; stdout is the MCP stream, so everything the
+# command says goes to stderr.
+#
+# Must never: print to stdout (it would corrupt the protocol), or start with a state
+# directory whose host lock another supervisor holds (one line on stderr, exit 2).
 from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from markertools_adapters.cli._app import dots_app, fail
+from markertools_adapters.cli.cmd_dots import (
+    CodexBin,
+    MaxConcurrent,
+    PollMs,
+    StateDir,
+    host_settings,
+    make_supervisor,
+)
+from markertools_adapters.dots import WORKER_ENV, DotsError
+
+
+@dots_app.command("serve")
+def serve_cmd(
+    state_dir: StateDir = None,
+    codex_bin: CodexBin = None,
+    max_concurrent: MaxConcurrent = 3,
+    poll_ms: PollMs = 30_000,
+    conversation: Annotated[
+        str | None,
+        typer.Option(
+            "--conversation",
+            help="the conversation this server's calls belong to (default: a fresh id per "
+            "connection; a request's _meta['markertools/conversation'] wins)",
+        ),
+    ] = None,
+    notify_command: Annotated[
+        str | None,
+        typer.Option(
+            "--notify-command",
+            help="run for every notice with its JSON on stdin (exit 0 = delivered)",
+        ),
+    ] = None,
+) -> None:
+    """The orchestration supervisor as an MCP server on stdio: the nine dots_* tools."""
+    from markertools_adapters.dots.mcp import DotsMcp
+
+    host_settings(max_concurrent, poll_ms)  # a usage error before anything starts
+    if conversation is not None and not conversation.strip():
+        fail("--conversation: must be a non-empty string")
+    if notify_command is not None and not notify_command.strip():
+        fail("--notify-command: must be a non-empty command")
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="markertools dots serve: %(message)s"
+    )
+    root: Path | None = state_dir
+    worker = os.environ.get(WORKER_ENV) or None
+    dots = DotsMcp(
+        lambda confirmer, notifier: make_supervisor(
+            root, codex_bin, max_concurrent, poll_ms, confirmer=confirmer, notifier=notifier
+        ),
+        conversation=conversation,
+        notify_command=notify_command,
+        worker=worker,
+    )
+    try:
+        asyncio.run(dots.run_stdio())
+    except DotsError as exc:
+        fail(exc.message)
+    except BaseExceptionGroup as group:  # the lifespan failed inside the SDK's task group
+        found = _dots_error(group)
+        if found is None:
+            raise
+        fail(found.message)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def _dots_error(group: BaseExceptionGroup[BaseException]) -> DotsError | None:
+    for exc in group.exceptions:
+        if isinstance(exc, DotsError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _dots_error(exc)
+            if found is not None:
+                return found
+    return None

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -191,6 +193,7 @@ class FakeResponses:
         self.script: deque[Reply] = deque(script or [])
         self.rate_limit_headers = dict(rate_limit_headers or {})
         self.default_reply = default_reply
+        self.reply_for: Callable[[Any], Reply] | None = None  # when the script is empty
         self.requests: list[RecordedRequest] = []
         self.log = log
         self._lock = threading.Lock()
@@ -312,6 +315,8 @@ class FakeResponses:
                     return
                 with fake._lock:
                     reply = fake.script.popleft() if fake.script else fake.default_reply
+                if reply is None and fake.reply_for is not None:
+                    reply = fake.reply_for(body)
                 rec.reply = type(reply).__name__ if reply is not None else "none"
                 if reply is None:
                     self._json(500, {"error": {"message": "fake: script exhausted"}})
@@ -483,3 +488,55 @@ def last_user_text(body: Any) -> str | None:
             parts = item.get("content") or []
             return "".join(c.get("text", "") for c in parts if isinstance(c, dict))
     return None
+
+
+def _echo_reply(body: Any) -> Text:
+    """The default reply of the command-line fake: an answer naming the instruction."""
+    text = (last_user_text(body) or "").strip().splitlines()
+    first = text[0][:200] if text else "(no instruction)"
+    return Text(f"(fake model) Done: {first}\nNothing else to report.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m markertools_adapters.codex.fakemodel [--home DIR] [--] COMMAND ...`:
+    start the fake on 127.0.0.1, write an offline CODEX_HOME wired to it, and run
+    COMMAND with that environment (CODEX_HOME, HOME, the key variable); without a
+    command, print the environment and serve until interrupted."""
+    import argparse
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from markertools_adapters.codex.offline import codex_env, make_codex_home
+
+    parser = argparse.ArgumentParser(prog="python -m markertools_adapters.codex.fakemodel")
+    parser.add_argument("--home", help="the CODEX_HOME to write (default: a temporary one)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run")
+    args = parser.parse_args(argv)
+    command = [c for c in args.command if c != "--"] if args.command else []
+    fake = FakeResponses(
+        default_reply=None,
+        rate_limit_headers=rate_limit_headers(12.0, 300, int(time.time()) + 3600),
+    )
+    fake.reply_for = _echo_reply
+    fake.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="markertools-codex-home-") as tmp:
+            home = Path(args.home) if args.home else Path(tmp)
+            make_codex_home(home, fake.base_url, models=("fake-model", "fake-mini"))
+            env = {**os.environ, **codex_env(home, block_proxy=False)}
+            if not command:
+                sys.stdout.write(f"fake model at {fake.base_url}\nCODEX_HOME={home}\n")
+                sys.stdout.flush()
+                try:
+                    while True:
+                        time.sleep(3600)
+                except KeyboardInterrupt:
+                    return 0
+            return subprocess.run(command, env=env, check=False).returncode
+    finally:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

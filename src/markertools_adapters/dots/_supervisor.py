@@ -434,7 +434,15 @@ class Supervisor:
             ):
                 return
             thread = current.thread_id or spec.existing_thread_id
-            if thread is not None and not await self._no_external_turn(run, worker, role, thread):
+            # DOT-12: a taken-over thread is read again before every turn; a thread of
+            # our own only when this process does not hold it (while it does, codex
+            # refuses any other writer: "already has an active writer")
+            check = spec.existing_thread_id is not None or worker.thread_id != thread
+            if (
+                thread is not None
+                and check
+                and not await self._no_external_turn(run, worker, role, thread)
+            ):
                 return
             step = self._submit(run, Launch(_eid(), role))
             if not isinstance(step.outcome, Applied):
@@ -543,6 +551,12 @@ class Supervisor:
         outcome = "timed_out" if role in run.timing_out else status
         run.timing_out.discard(role)
         self._submit(run, TurnEnded(_eid(), role, _eid(), reply, outcome))  # type: ignore[arg-type]
+        # DOT-8: a turn's end is also an observation: its model responses have just
+        # updated the rate limits (`account/rateLimits/updated` precedes turn/completed),
+        # so a threshold crossed by a short turn is seen before its decision goes out
+        windows = quota_windows(self._rate_snapshot)
+        if windows and run.state.status == "running":
+            self._submit(run, QuotaObserved(_eid(), windows))
 
     async def _refused_request(self, run: _Run, role: str, kind: str, what: str) -> None:
         detail = msg("plan.paused.approval", role=role, request=kind, what=what)
@@ -789,8 +803,8 @@ class Supervisor:
             workers.append(item)
         limits = (
             f"limits: maxTurns {plan.max_turns}, timeoutMs {plan.timeout_ms}, "
-            f"maxConcurrent {self.settings.max_concurrent}, quota stop at "
-            f"{plan.quota.stop_at_left_percent if plan.quota.stop_at_left_percent is not None else 'none'}% left, "
+            f"maxConcurrent {self.settings.max_concurrent}, quota stop: "
+            f"{_quota_stop(plan.quota.stop_at_left_percent)}, "
             f"allowedModels {list(plan.allowed_models) or 'none'}"
         )
         second = ConfirmRequest(
@@ -1176,6 +1190,10 @@ class Supervisor:
             "turnIds": [t.get("id") for t in page],
             "nextCursor": str(start) if start > 0 else None,
         }
+
+
+def _quota_stop(left: float | None) -> str:
+    return "none" if left is None else f"at {left:g}% left"
 
 
 def _text(value: object, field: str) -> str:

@@ -14,25 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dots_support import OWNER, Confirm, Notices, plan, role, until, workdir, worker
-from repo_paths import TESTS
+from dots_support import FAKE, OWNER, Confirm, Notices, fake_bin, plan, role, until, workdir, worker
 
 from markertools.plans import HostSettings
 from markertools_adapters.dots import Supervisor
-
-FAKE = TESTS / "helpers_fake_appserver.py"
-
-
-def fake_bin(tmp: Path, mode: str) -> str:
-    """An executable that runs the fake app-server in `mode` (passes `--version`)."""
-    path = tmp / f"codex-{mode}"
-    path.write_text(
-        "#!/bin/sh\n"
-        'if [ "$1" = "--version" ]; then echo "codex-cli 0.169.0"; exit 0; fi\n'
-        f'exec "{sys.executable}" "{FAKE}" {mode} "$@"\n'
-    )
-    path.chmod(0o755)
-    return str(path)
 
 
 async def _run(

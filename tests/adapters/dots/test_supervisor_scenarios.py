@@ -140,34 +140,44 @@ def test_the_quota_threshold_stops_new_turns_lets_the_live_one_end_then_pauses(
 ) -> None:
     fake = offline_codex.fake
     fake.rate_limit_headers = rate_limit_headers(80.0, 300, 1893456000)  # 20 % left
-    fake.push(Text("first reply"), Text("second reply, slow", delay=2.5))
-    body = plan(role("reader", workdir(tmp_path, "a")), quota={"stopAtLeftPercent": 25})
+    fake.default_reply = None
+    fake.reply_for = lambda body: (  # the slow role's turn outlives the fast one's
+        Text("slow reply", delay=2.5) if "slow" in (last_user_text(body) or "") else Text("fast reply")
+    )
+    body = plan(
+        role("slow", workdir(tmp_path, "a")),
+        role("fast", workdir(tmp_path, "b")),
+        quota={"stopAtLeftPercent": 25},
+    )
     seen: list[str] = []
 
     async def go() -> dict[str, Any]:
-        async with running(offline_codex, tmp_path / "s", settings=HostSettings(max_concurrent=3, poll_ms=1000)) as sup:
+        settings = HostSettings(max_concurrent=3, poll_ms=1000)
+        async with running(offline_codex, tmp_path / "s", settings=settings) as sup:
             run_id = (await sup.start(body, owner=OWNER))["runId"]
-            await until(lambda: bool(sup.pending_decisions(owner=OWNER)))
-            (p,) = sup.pending_decisions(owner=OWNER)
-            sup.dispatch(owner=OWNER, run_id=run_id, worker="reader", instruction="go on", decision_id=p["decisionId"])
 
             def stopping() -> bool:
-                seen.append(worker(view_of(sup, run_id), "reader")["state"])
+                seen.append(worker(view_of(sup, run_id), "slow")["state"])
                 return seen[-1] == "stopping"
 
-            await until(stopping)
+            await until(stopping)  # the fast turn's end showed 20 % left: stop
             assert view_of(sup, run_id)["state"] == "paused"
             # the live turn is not interrupted: it ends by itself, then the role pauses
-            await until(lambda: worker(view_of(sup, run_id), "reader")["state"] == "paused")
+            await until(lambda: worker(view_of(sup, run_id), "slow")["state"] == "paused")
+            await asyncio.sleep(1.5)  # a poll later: still no new turn
             return view_of(sup, run_id)
 
     view = asyncio.run(go())
     assert view["pauseReason"] == "quota"
     assert view["quota"]["windows"][0] == {"leftPercent": 20.0, "bucket": "codex", "windowMinutes": 300}
-    assert "stopping" in seen
-    assert worker(view, "reader")["lastOutcome"] == "completed"
-    assert worker(view, "reader")["lastReplyHead"] == "second reply, slow"
-    assert any("20" in a["message"] and "25" in a["message"] for a in view["alerts"])
+    slow, fast = worker(view, "slow"), worker(view, "fast")
+    assert slow["lastOutcome"] == "completed" and slow["lastReplyHead"] == "slow reply"
+    assert fast["state"] == "paused" and "decision" not in fast
+    alert = next(a["message"] for a in view["alerts"] if a["message"].startswith("quota window"))
+    assert alert == (
+        "quota window (bucket codex, 300 minutes) has 20% left, at or below the stop "
+        "threshold 25%"
+    )
     assert len(fake.responses_requests()) == 2  # no new turn after the stop
 
 
