@@ -119,6 +119,43 @@ def adversarial(kind: str, n: int) -> str:
     raise ValueError(kind)
 
 
+ORDINARY_PARTS = [
+    "I looked at the failing job. Here is what I found, step by step:\n\n",
+    "1. The fixture `db` is created before `migrate()` runs.\n2. So `users.email` is missing.\n"
+    "3. Fix: call `migrate()` in `conftest.py`.\n\n",
+    "- keep the `--strict` flag\n- drop `legacy_mode`\n  - it is unused since v2\n\n",
+    "> Note: the `retry` decorator swallows `KeyboardInterrupt`; see the docs.\n> Quoted twice.\n\n",
+    "```python\ndef migrate(db):\n    db.execute('ALTER TABLE users ADD email TEXT')\n```\n\n",
+    "```bash\npytest -q tests/test_users.py -k email\n```\n\n",
+    '```json\n{"name": "demo", "version": 3}\n```\n\n',
+    "```\nTraceback (most recent call last):\n  File \"app.py\", line 3\nKeyError: 'email'\n```\n\n",
+    "To show a fence in markdown, wrap it in four backticks:\n\n````markdown\n```python\nprint(1)\n```\n````\n\n",
+    "Use `a`, ``b`c``, and `x = y` inline; *emphasis* and **strong** too.\n\n",
+    "| col | value |\n|---|---|\n| a | `1` |\n\n",
+]
+ORDINARY_MARKERS = [
+    '```task-create\n{"name": "fix", "prompt": "Apply the migration fix and run the tests."}\n```\n\n',
+    '```task-poll\n{"task_id": "@fix", "wait_seconds": 30}\n```\n\n',
+    '```todo-create\n{"title": "Document the email column"}\n```\n\n',
+]
+
+
+def ordinary_answer(size: int, markers: int, seed: int = 0) -> str:
+    """An ordinary agent answer: prose, numbered and nested lists, block quotes, many
+    non-marker fences, inline backticks, a 4-backtick markdown example; `markers` blocks
+    spread evenly through it (prose-only text flatters the scanner)."""
+    rnd = random.Random(seed)
+    parts: list[str] = []
+    total = 0
+    while total < size:
+        part = rnd.choice(ORDINARY_PARTS)
+        parts.append(part)
+        total += len(part)
+    for i in range(markers):
+        parts.insert((i + 1) * len(parts) // (markers + 1), ORDINARY_MARKERS[i % 3])
+    return "".join(parts)
+
+
 def best(fn: Callable[[], object], repeat: int, sample: float = 0.005) -> float:
     """Best time of one call: `repeat` samples of enough calls to last >= `sample` s
     each (short calls are timed in loops, so timer resolution and noise stay small; the
@@ -258,6 +295,7 @@ def main() -> None:
         f"{'md-it':>10} {'md/parse':>8} agree{extra}"
     )
     rows: list[tuple[int, int, float, float, bool]] = []  # size, markers, ratio, md/ours, agree
+    rows_ordinary: list[tuple[int, int, float, bool]] = []
     for size in sizes:
         for markers in (0, 5, 20):
             text = transcript(size, markers, seed=size + markers)
@@ -274,6 +312,19 @@ def main() -> None:
             if old is not None:
                 line += f" {old * 1e3:>8.3f}ms {old / ours:>6.1f}x"
             print(line)
+
+    print("\n== ordinary agent answers (many non-marker fences, lists, quotes, inline code) ==")
+    print(f"{'size':>10} {'markers':>7} {'count':>9} {'parse_turn':>11} {'ratio':>6} agree")
+    for size, markers in ((10_000, 0), (20_000, 0), (100_000, 0), (20_000, 3), (10_000, 5)):
+        text = ordinary_answer(size, markers, seed=size + markers)
+        count = best(lambda t=text: t.count("```"), repeat * 3)
+        ours = best(lambda t=text: parse_turn(t), repeat)
+        ok = agree(text)
+        rows_ordinary.append((size, markers, ours / count, ok))
+        print(
+            f"{len(text):>10} {markers:>7} {count * 1e3:>7.3f}ms {ours * 1e3:>9.3f}ms "
+            f"{ours / count:>5.1f}x {ok!s:>5}"
+        )
 
     print("\n== adversarial: time(10n) / time(n) (linear <= 12) ==")
     base_n = 10_000 if args.quick else 20_000
@@ -344,6 +395,18 @@ def main() -> None:
             not delivery and not markdown,
         )
     )
+    plain = [r for r in rows_ordinary if r[1] == 0]
+    worst_plain = max(r[2] for r in plain)
+    table.append(
+        ("ordinary answers, no markers <= 1.5x", f"max {worst_plain:.1f}x", worst_plain <= 1.5)
+    )
+    small = [r for r in rows_ordinary if r[1] > 0]
+    worst_small = max(r[2] for r in small)
+    table.append(
+        ("ordinary answers with markers <= 5x", f"max {worst_small:.1f}x", worst_small <= 5)
+    )
+    table.append(("ordinary answers agree", f"{sum(r[3] for r in rows_ordinary)}/{len(rows_ordinary)}",
+                  all(r[3] for r in rows_ordinary)))  # fmt: skip
     width = max(len(t[0]) for t in table)
     for name, figure, ok in table:
         print(f"  {name:<{width}}  {figure:<28} {verdict(ok)}")
@@ -351,6 +414,17 @@ def main() -> None:
         f"  {'import markertools (no target figure)':<{width}}  "
         f"{over(costs, 'import')}; with parse_turn {over(costs, 'parse_turn')} (bytecode cached)"
     )
+    worst_case_table(args.quick)
+
+
+def worst_case_table(quick: bool) -> None:
+    """The worst-case bodies of bench_worst.py (TRN-12), printed after the parse tables."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_worst
+
+    sys.argv = [sys.argv[0], *(["--quick"] if quick else [])]
+    print()
+    bench_worst.main()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,11 @@ BENCHES = (
     ("bench_files.py", False),
     ("bench_sqlite.py", True),
     ("bench_postgres.py", True),
+    ("bench_exactly_once.py", False),
+    ("bench_claims.py", True),
+    ("bench_cli_deliver.py", True),
+    ("bench_import.py", True),
+    ("bench_dots.py", False),
 )
 
 

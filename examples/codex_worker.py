@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -262,6 +263,21 @@ def run_worker(
     return result
 
 
+INSTALL_HINT = (
+    "install the Codex CLI (`npm install -g @openai/codex`, or `scripts/install_codex.sh` "
+    "in a clone of markertools, which prints the binary's path), or give the app-server "
+    "command after `--`"
+)
+
+
+def missing_program(command: Sequence[str]) -> str | None:
+    """What to tell the user when the app-server program cannot be found, else None."""
+    program = command[0] if command else ""
+    if program and shutil.which(program) is not None:
+        return None
+    return f"codex_worker: {program or 'the app-server command'!s} not found: {INSTALL_HINT}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, help="SQLite database (markertools world load)")
@@ -276,9 +292,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the app-server command (after --)",
     )
     args = parser.parse_args(argv)
+    command = args.command or ["codex", "app-server"]
+    missing = missing_program(command)
+    if missing is not None:
+        sys.stderr.write(missing + "\n")
+        return 2
     store = open_store(args.db)
     result = run_worker(
-        args.command or ["codex", "app-server"],
+        command,
         ports=make_ports(store),
         sender=args.sender,
         prompt=args.prompt,

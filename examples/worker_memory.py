@@ -1,20 +1,42 @@
-"""A tiny worker that embeds markertools with the in-memory ports.
+"""A complete worker loop on the in-memory store, using only store methods and library
+calls (docs/worker-loop.md).
 
-A "lead" task asks for two helpers, waits for them, then converts itself into a goal.
-The agent is faked (a function returning the turn's text); everything else is the real
-library: parse the turn, gate, execute through the ports, queue the report as the
-sender's next input. Time is virtual, so the wait finishes at once.
+Set-up uses the incremental writers (put_project, set_permissions, put_quota, insert_task,
+insert_automation). The loop then, until nothing is left to do:
+
+1. fires the due automations (`fire_due_automations`: one new task per due slot),
+2. claims the oldest queued task (`claim_next_task`, compare-and-set queued -> running),
+3. takes its queued follow-ups (`take_followups`: the reports of its last turn),
+4. runs the agent (faked here), delivers the turn's marker blocks (`deliver_turn`),
+   records the turn's cost (`record_cost`, `charge_quota`),
+5. completes the task - and queues it again when its turn had marker blocks, so their
+   report (queued by delivery as a follow-up) becomes its next turn's input.
+
+A "lead" task asks for two helpers, waits for them, then converts itself into a goal; a
+nightly automation adds a task of its own. Time is virtual, so the wait finishes at once.
 
 Run it:  python examples/worker_memory.py
 """
 
 from __future__ import annotations
 
-from markertools import PermissionGrant, Ports, Task, deliver_turn
+from markertools import (
+    Automation,
+    CostRow,
+    Ports,
+    Project,
+    Quota,
+    Task,
+    deliver_turn,
+    fire_due_automations,
+)
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
-from markertools_adapters.world import World
+
+PROJECT = "shop"
+HOST = "worker-1"
+NOW = 1_798_333_200.0
 
 LEAD_TURN = """I'll split the work.
 
@@ -42,54 +64,83 @@ LEAD_SECOND_TURN = """Both helpers are done. From now on I work as a goal.
 def fake_agent(task: Task, turn_input: str) -> str:
     """Stands in for the model: the lead plans, helpers just finish their job."""
     if task.prompt.startswith("lead"):
+        if turn_input.startswith("/goal") or "\n/goal" in turn_input:
+            return "Working towards the goal."
         return LEAD_SECOND_TURN if "markertools report" in turn_input else LEAD_TURN
     return f"finished: {task.prompt.removeprefix('helper: ')}"
 
 
-def run_turn(store: MemoryStore, ports: Ports, task_id: str, turn_input: str) -> str:
-    """One worker slot: claim the task, run the agent, deliver its marker blocks, record
-    the answer. Returns the report message queued for the task."""
-    task = store.get_task(task_id)
-    assert task is not None
-    store.transition_task(task_id, task.status, {"status": "running"})
-    answer = fake_agent(task, turn_input)
-    report = deliver_turn(answer, sender=task_id, outcome="completed", ports=ports)
-    store.transition_task(task_id, "running", {"status": "completed", "result_text": answer})
-    return report.message or ""
+class Worker:
+    def __init__(self, store: MemoryStore, ports: Ports) -> None:
+        self.store, self.ports = store, ports
+        self.reports: dict[str, list[str]] = {}
+        self.inputs: dict[str, list[tuple[str, ...]]] = {}
+
+    def step(self) -> bool:
+        """One pass of the loop; False when there was nothing to do."""
+        store, now = self.store, self.ports.clock.now()
+        fire_due_automations(self.ports, now)  # 1.
+        task = store.claim_next_task(PROJECT, HOST)  # 2.
+        if task is None:
+            return False
+        taken = store.take_followups(task.id)  # 3.
+        self.inputs.setdefault(task.id, []).append(taken)
+        answer = fake_agent(task, "\n".join(taken))  # 4.
+        report = deliver_turn(answer, sender=task.id, outcome="completed", ports=self.ports)
+        store.record_cost(CostRow(task.id, len(self.inputs[task.id]), 0.01, 1200))
+        if task.created_by is not None:
+            store.charge_quota(task.created_by, 0.01)
+        if report.message:
+            self.reports.setdefault(task.id, []).append(report.message)
+        store.transition_task(task.id, "running", {"status": "completed", "result_text": answer})
+        if report.entries:  # 5. blocks ran: their report is the task's next input
+            store.transition_task(task.id, "completed", {"status": "queued"})
+        return True
+
+    def run(self, max_steps: int = 50) -> None:
+        for _ in range(max_steps):
+            if not self.step():
+                return
 
 
 class OtherSlotsClock(VirtualClock):
-    """Virtual time in which the worker's other slots run every queued task whenever
-    time passes - so while the lead waits, its helpers get done."""
+    """Virtual time in which the worker's other slots keep working whenever time passes -
+    so while the lead waits for its helpers, they get claimed and done."""
 
-    store: MemoryStore
-    ports: Ports
+    worker: Worker
 
     def sleep(self, seconds: float) -> None:
         super().sleep(seconds)
-        for queued in self.store.list_tasks("shop", status="queued", q=None, limit=50).rows:
-            run_turn(self.store, self.ports, queued.id, "")
+        self.worker.run()
 
 
 def main() -> list[str]:
-    world = World(
-        now=1_798_333_200.0,
-        permissions=(PermissionGrant("alice", "shop", ("read", "create_task", "approve_merge")),),
-        tasks=(
-            Task("lead", "shop", status="queued", created_by="alice", prompt="lead: release 2.0"),
-        ),
+    store = MemoryStore()
+    store.put_project(Project(PROJECT, "shop"))
+    store.set_permissions("alice", PROJECT, ["read", "create_task", "approve_merge"])
+    store.put_quota(Quota("alice", total_usd=10.0))
+    store.insert_task(
+        Task("lead", PROJECT, status="queued", created_by="alice", prompt="lead: release 2.0")
     )
-    store = MemoryStore.from_world(world)
-    clock = OtherSlotsClock(world.now)
+    store.insert_automation(
+        Automation(
+            "nightly",
+            PROJECT,
+            "nightly",
+            "helper: summarise the day",
+            created_by="alice",
+            created_at=NOW,
+        )
+    )
+    clock = OtherSlotsClock(NOW)
     ports = store_ports(store, clock=clock, random=SeededRandom(1))
-    clock.store, clock.ports = store, ports
+    worker = Worker(store, ports)
+    clock.worker = worker
+    worker.run()
 
-    transcript = [run_turn(store, ports, "lead", "")]
-    # The report is the lead's next input: the lead takes another turn with it.
-    store.transition_task("lead", "completed", {"status": "queued"})
-    transcript.append(run_turn(store, ports, "lead", store.followups_for("lead")[-1]))
-    transcript.append("next input queued for lead: " + repr(store.followups_for("lead")[-1]))
-    return transcript
+    first, second = worker.reports["lead"][:2]
+    last_input = worker.inputs["lead"][-1][-1]
+    return [first, second, "next input queued for lead: " + repr(last_input)]
 
 
 if __name__ == "__main__":

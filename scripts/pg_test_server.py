@@ -136,9 +136,14 @@ def start() -> tuple[str, Path]:
         _install()
         bindir = _find_bindir()
     if bindir is None:
-        raise RuntimeError(
-            "no PostgreSQL server binaries (initdb, pg_ctl) found; install postgresql"
+        how = (
+            "install the 'postgresql' package"
+            if os.geteuid() == 0
+            else "they cannot be installed without root: install PostgreSQL (or ask for it), "
+            "set PG_BINDIR to a directory holding initdb and pg_ctl, or point "
+            "MARKERTOOLS_PG_DSN at an existing server"
         )
+        raise RuntimeError(f"no PostgreSQL server binaries (initdb, pg_ctl) found; {how}")
     user = _os_user()
     base = Path(tempfile.mkdtemp(prefix="markertools-pg-"))
     (base / MARKER).write_text("created by scripts/pg_test_server.py\n")

@@ -38,12 +38,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # only shrink: once a test names one of these ids, the check fails until it is removed here.
 NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
     {
-        "TRN-9",
-        "TRN-10",
-        "TRN-11",
-        "TRN-12",
-        "SCH-6",
-        "SCH-7",
     }
 )
 

@@ -242,6 +242,77 @@ class AdapterAgreement(RuleBasedStateMachine):
     def followup(self, tid: str, text: str) -> None:
         self.both("enqueue_followup", tid, text)
 
+    # ---- the worker-loop ports, automation management, record writers (issue 18) -------
+
+    @rule(project=PROJECT_IDS, host=TEXT)
+    def claim_next(self, project: str, host: str) -> None:
+        self.both("claim_next_task", project, host)
+
+    @rule(tid=TASK_IDS)
+    def take_followups(self, tid: str) -> None:
+        self.both("take_followups", tid)
+
+    @rule(
+        aid=AUTOMATION_IDS,
+        expected=st.sampled_from(["active", "paused", "deleted"]),
+        status=st.sampled_from(["active", "paused", "deleted"]),
+    )
+    def automation_status(self, aid: str, expected: str, status: str) -> None:
+        self.both("set_automation_status", aid, expected, status)
+
+    @rule(
+        aid=AUTOMATION_IDS,
+        prompt=st.none() | TEXT,
+        interval=st.none() | st.integers(60, 2592000),
+        first=st.none() | TIMES,
+        once=st.none() | st.booleans(),
+    )
+    def update_automation(
+        self,
+        aid: str,
+        prompt: str | None,
+        interval: int | None,
+        first: float | None,
+        once: bool | None,
+    ) -> None:
+        changes: dict[str, object] = {}
+        for name, value in (
+            ("prompt", prompt),
+            ("interval_seconds", interval),
+            ("first_run_at", first),
+            ("run_once", once),
+        ):
+            if value is not None:
+                changes[name] = value
+        self.both("update_automation", aid, changes)
+        self.both("list_automations", None)
+
+    @rule(
+        user=USERS,
+        project=PROJECT_IDS,
+        grants=st.sets(st.sampled_from(["read", "create_task", "approve_merge"])),
+    )
+    def set_permissions(self, user: str, project: str, grants: set[str]) -> None:
+        self.both("set_permissions", user, project, sorted(grants))
+
+    @rule(
+        user=USERS,
+        total=st.none() | st.floats(0, 100),
+        used=st.floats(0, 100),
+        charge=st.floats(0, 10),
+    )
+    def quotas(self, user: str, total: float | None, used: float, charge: float) -> None:
+        from markertools.domain.model import Quota
+
+        self.both("put_quota", Quota(user, total, used))
+        self.both("charge_quota", user, charge)
+
+    @rule(tid=TASK_IDS, rnd=st.integers(0, 5), tokens=st.integers(0, 10**6), priced=st.booleans())
+    def cost(self, tid: str, rnd: int, tokens: int, priced: bool) -> None:
+        from markertools.domain.model import CostRow
+
+        self.both("record_cost", CostRow(tid, rnd, 0.25 if priced else None, tokens, False, priced))
+
     # ---- reads --------------------------------------------------------------------------
 
     @rule(steps=st.integers(-1, 40))

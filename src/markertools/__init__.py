@@ -7,6 +7,9 @@ A pure core: `parse_turn(text)` turns one completed turn's text into a `TurnPlan
 The public names are loaded on first use (PEP 562 `__getattr__`): `import markertools`
 imports no submodule, and `parse_turn` loads only the parse layer (never delivery,
 never markdown-it-py until a list or indented fence needs it).
+
+`markertools.__version__` is the installed distribution's version (package metadata,
+read on first access).
 """
 
 from __future__ import annotations
@@ -17,13 +20,33 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs ~6 m
 if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at runtime
     from typing import Any
 
+    from markertools.deliver.automations_admin import (
+        AutomationChange,
+        delete_automation,
+        list_automations,
+        pause_automation,
+        resume_automation,
+        update_automation,
+    )
+    from markertools.deliver.automations_fire import (
+        FiredRun,
+        automation_task_id,
+        fire_due_automations,
+    )
     from markertools.deliver.loop import deliver_turn
-    from markertools.deliver.report import DeliveryReport, ReportEntry
+    from markertools.deliver.report import (
+        BlockOutcome,
+        DeliveryReport,
+        NotDelivered,
+        NotDeliveredCode,
+        ReportEntry,
+    )
     from markertools.domain.decision import Allowed, Decision, Denied, PermissionAnswer
     from markertools.domain.model import (
         Attempt,
         AuditRecord,
         Automation,
+        AutomationBind,
         CostRow,
         Environment,
         Followup,
@@ -32,26 +55,33 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         Project,
         Quota,
         Task,
+        TaskStatus,
         Todo,
+        TurnOutcome,
     )
     from markertools.domain.ports import (
         AttemptLedger,
         AuditLog,
+        AutomationAdmin,
         AutomationNameTaken,
         AutomationStore,
         ChangeWaiter,
         Clock,
         CostLookup,
+        DeliveryJournal,
         FileListing,
         FileRefused,
         FileText,
         FollowupQueue,
+        FollowupTaker,
         KillResult,
         PermissionLookup,
         Ports,
         ProjectLookup,
         RandomSource,
+        RecordWriter,
         RequeueResult,
+        TaskClaimer,
         TaskExecutor,
         TaskFiles,
         TaskListing,
@@ -64,11 +94,21 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
     from markertools.parse.plan import BlockIssue, Command, TurnPlan
     from markertools.parse.schema import body_schema, body_schemas
     from markertools.parse.turn import parse_turn
-    from markertools.text.msg import Msg, msg
+    from markertools.text.msg import Locale, Msg, msg
+
+    __version__: str
 
 # public name -> the module that defines it; `__all__` below lists the same names as a
 # literal for type checkers (tests/parse/test_parse_imports.py checks the two agree)
 _EXPORTS: dict[str, str] = {
+    "DeliveryJournal": "markertools.domain.ports",
+    "NotDeliveredCode": "markertools.deliver.report",
+    "NotDelivered": "markertools.deliver.report",
+    "BlockOutcome": "markertools.deliver.report",
+    "AutomationBind": "markertools.domain.model",
+    "TaskStatus": "markertools.domain.model",
+    "TurnOutcome": "markertools.domain.model",
+    "Locale": "markertools.text.msg",
     "Allowed": "markertools.domain.decision",
     "Attempt": "markertools.domain.model",
     "AuditRecord": "markertools.domain.model",
@@ -87,6 +127,19 @@ _EXPORTS: dict[str, str] = {
     "PermissionGrant": "markertools.domain.model",
     "AttemptLedger": "markertools.domain.ports",
     "AuditLog": "markertools.domain.ports",
+    "AutomationAdmin": "markertools.domain.ports",
+    "AutomationChange": "markertools.deliver.automations_admin",
+    "FiredRun": "markertools.deliver.automations_fire",
+    "FollowupTaker": "markertools.domain.ports",
+    "RecordWriter": "markertools.domain.ports",
+    "TaskClaimer": "markertools.domain.ports",
+    "automation_task_id": "markertools.deliver.automations_fire",
+    "delete_automation": "markertools.deliver.automations_admin",
+    "fire_due_automations": "markertools.deliver.automations_fire",
+    "list_automations": "markertools.deliver.automations_admin",
+    "pause_automation": "markertools.deliver.automations_admin",
+    "resume_automation": "markertools.deliver.automations_admin",
+    "update_automation": "markertools.deliver.automations_admin",
     "AutomationNameTaken": "markertools.domain.ports",
     "AutomationStore": "markertools.domain.ports",
     "ChangeWaiter": "markertools.domain.ports",
@@ -130,26 +183,36 @@ __all__ = [
     "AuditLog",
     "AuditRecord",
     "Automation",
+    "AutomationAdmin",
+    "AutomationBind",
+    "AutomationChange",
     "AutomationNameTaken",
     "AutomationStore",
     "BlockIssue",
+    "BlockOutcome",
     "ChangeWaiter",
     "Clock",
     "Command",
     "CostLookup",
     "CostRow",
     "Decision",
+    "DeliveryJournal",
     "DeliveryReport",
     "Denied",
     "Environment",
     "FileListing",
     "FileRefused",
     "FileText",
+    "FiredRun",
     "Followup",
     "FollowupQueue",
+    "FollowupTaker",
     "KillResult",
     "LineageLink",
+    "Locale",
     "Msg",
+    "NotDelivered",
+    "NotDeliveredCode",
     "PermissionAnswer",
     "PermissionGrant",
     "PermissionLookup",
@@ -158,24 +221,35 @@ __all__ = [
     "ProjectLookup",
     "Quota",
     "RandomSource",
+    "RecordWriter",
     "ReportEntry",
     "RequeueResult",
     "Task",
+    "TaskClaimer",
     "TaskExecutor",
     "TaskFiles",
     "TaskListing",
+    "TaskStatus",
     "TaskStore",
     "Todo",
     "TodoListing",
     "TodoStore",
+    "TurnOutcome",
     "TurnPlan",
+    "automation_task_id",
     "body_schema",
     "body_schemas",
+    "delete_automation",
     "deliver_turn",
+    "fire_due_automations",
     "frame_data",
+    "list_automations",
     "msg",
     "parse_turn",
+    "pause_automation",
     "render_guide",
+    "resume_automation",
+    "update_automation",
 ]
 
 
@@ -183,12 +257,26 @@ if not TYPE_CHECKING:  # hidden from type checkers, so a misspelt name stays an 
 
     def __getattr__(name: str) -> Any:
         """PEP 562: load a public name on first access and cache it in the module."""
+        if name == "__version__":
+            value = _installed_version()
+            globals()[name] = value
+            return value
         module = _EXPORTS.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         value = getattr(import_module(module), name)
         globals()[name] = value
         return value
+
+    def _installed_version() -> str:
+        """The version in the installed distribution's metadata ("0+unknown" when the
+        sources run without being installed)."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("markertools")
+        except PackageNotFoundError:
+            return "0+unknown"
 
     def __dir__() -> list[str]:
         return sorted({*globals(), *__all__})

@@ -60,12 +60,14 @@ class ExecutorUnavailable(RuntimeError):
 
 
 class NoopExecutor:
-    """Signals nothing; the kill request is only recorded by delivery (report + audit)."""
+    """Signals nothing; the kill request is only recorded by delivery (report + audit),
+    which says so: "not signalled (noop executor)"."""
+
+    DETAIL: Final[str] = "not signalled (noop executor)"
 
     def kill(self, task: Task) -> KillResult:
-        return KillResult(
-            False, "noop executor: nothing was signalled (the kill request is only recorded)"
-        )
+        """Signal nothing: KillResult(signalled=False, detail=NoopExecutor.DETAIL)."""
+        return KillResult(False, self.DETAIL)
 
 
 class CloudExecutor:

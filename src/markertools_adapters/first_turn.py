@@ -49,11 +49,15 @@ def gather_injection_inputs(
     todos: TodoStore,
     attempts: AttemptLedger,
     memory: Sequence[str] = (),
+    memory_trusted: bool = False,
 ) -> InjectionInputs:
-    """Fetch what `assemble_first_turn` needs for `task`, catching each lookup's failure."""
+    """Fetch what `assemble_first_turn` needs for `task`, catching each lookup's failure.
+    `memory` snippets are framed as data unless `memory_trusted` (see InjectionInputs)."""
     snippets = tuple(memory)
     if start not in FRESH_STARTS or task.is_coordinator:
-        return InjectionInputs(task=task, start=start, memory=snippets)
+        return InjectionInputs(
+            task=task, start=start, memory=snippets, memory_trusted=memory_trusted
+        )
     project: Project | LookupFailed | None
     try:
         project = projects.get_project(task.project_id)
@@ -75,7 +79,13 @@ def gather_injection_inputs(
         except Exception:  # ATT-3 promises no raise; a broken adapter still must not
             attempt = None
     return InjectionInputs(
-        task=task, start=start, project=project, todos=listing, memory=snippets, attempt=attempt
+        task=task,
+        start=start,
+        project=project,
+        todos=listing,
+        memory=snippets,
+        attempt=attempt,
+        memory_trusted=memory_trusted,
     )
 
 
@@ -89,10 +99,21 @@ def first_turn_prompt(
     random: RandomSource,
     memory: Sequence[str] = (),
     locale: str = "en",
+    memory_trusted: bool = False,
 ) -> FirstTurnPrompt:
-    """The prompt (and goal) to run `task` with on this claim (INJ-1..5, ATT-4)."""
+    """The prompt (and goal) to run `task` with on this claim (INJ-1..5, ATT-4).
+
+    `memory` snippets (agent memories, usually written by a model) are framed as data
+    (INJ-7); pass `memory_trusted=True` only when you vouch for every snippet - they
+    are then pasted verbatim. Never raises for a failing port (Rule 1)."""
     inputs = gather_injection_inputs(
-        task, start, projects=projects, todos=todos, attempts=attempts, memory=memory
+        task,
+        start,
+        projects=projects,
+        todos=todos,
+        attempts=attempts,
+        memory=memory,
+        memory_trusted=memory_trusted,
     )
     try:
         return assemble_first_turn(inputs, random, locale)

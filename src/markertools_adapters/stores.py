@@ -11,6 +11,8 @@
 #           existing path, PostgreSQL refuses a schema that already holds records.
 #   Rule 3: opening with `must_exist` never creates or migrates anything in a file that
 #           is not already a markertools database (an empty file stays empty).
+#   Rule 4: a store whose optional dependencies are not installed raises MissingExtra,
+#           whose message names the extra to install (`pip install 'markertools[postgres]'`).
 from __future__ import annotations
 
 import re
@@ -18,6 +20,37 @@ from pathlib import Path
 from typing import Any, Final
 
 from markertools_adapters._urls import is_postgres_url as is_postgres_url
+
+# extra -> the top-level modules it provides (a missing one of these is an install problem)
+EXTRA_MODULES: Final[dict[str, frozenset[str]]] = {
+    "sqlite": frozenset({"sqlite_utils", "sqlite_fts4", "tabulate", "click", "pluggy"}),
+    "postgres": frozenset({"psycopg", "psycopg_pool", "psycopg_binary", "psycopg_c"}),
+    "cli": frozenset({"typer", "click", "rich", "shellingham", "platformdirs"}),
+    "mcp": frozenset({"mcp", "mcp_types", "anyio", "pydantic", "httpx", "starlette"}),
+    "zstd": frozenset({"zstandard"}),
+}
+
+
+class MissingExtra(ImportError):
+    """An optional dependency is not installed; the message names the extra to install.
+
+    `extra` is the extra's name (e.g. "postgres"), `install` the pip command line."""
+
+    def __init__(self, extra: str, what: str, missing: str | None = None) -> None:
+        self.extra = extra
+        self.install = f"pip install 'markertools[{extra}]'"
+        because = f" ({missing} is not installed)" if missing else ""
+        super().__init__(f"{what} needs the '{extra}' extra{because}: {self.install}", name=missing)
+
+
+def missing_extra(exc: ImportError, extra: str, what: str) -> ImportError:
+    """`exc` as a MissingExtra when the module it could not import belongs to `extra`,
+    else `exc` itself (a bug inside an installed adapter stays visible)."""
+    root = (exc.name or "").split(".")[0]
+    if root in EXTRA_MODULES.get(extra, frozenset()):
+        return MissingExtra(extra, what, root)
+    return exc
+
 
 _PASSWORD_IN_URL: Final[re.Pattern[str]] = re.compile(r"^([a-z]+://[^:/@]*):[^@/]*@", re.IGNORECASE)
 _PASSWORD_PARAM: Final[re.Pattern[str]] = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
@@ -45,10 +78,16 @@ def open_db(url_or_path: str | Path, *, must_exist: bool = False) -> Any:
     is created; with it, FileNotFoundError (SQLite) or SchemaError (PostgreSQL) is raised
     instead. Raises the adapter's own errors (psycopg.Error, sqlite3.Error, ...)."""
     if is_postgres_url(url_or_path):
-        from markertools_adapters.postgres import open_store as open_postgres
+        try:
+            from markertools_adapters.postgres import open_store as open_postgres
+        except ImportError as exc:
+            raise missing_extra(exc, "postgres", "a postgresql:// database") from exc
 
         return open_postgres(_postgres_dsn(str(url_or_path)), must_exist=must_exist)
-    from markertools_adapters.sqlite import open_store as open_sqlite
+    try:
+        from markertools_adapters.sqlite import open_store as open_sqlite
+    except ImportError as exc:
+        raise missing_extra(exc, "sqlite", "a SQLite database") from exc
 
     path = Path(url_or_path)
     if must_exist:
@@ -85,9 +124,15 @@ def _require_markertools_sqlite(path: Path) -> None:
 def create_db_from_world(world: Any, url_or_path: str | Path) -> Any:
     """A database holding `world` (Rule 2: an existing one is refused, never changed)."""
     if is_postgres_url(url_or_path):
-        from markertools_adapters.postgres import create_store_from_world as create_postgres
+        try:
+            from markertools_adapters.postgres import create_store_from_world as create_postgres
+        except ImportError as exc:
+            raise missing_extra(exc, "postgres", "a postgresql:// database") from exc
 
         return create_postgres(world, _postgres_dsn(str(url_or_path)))
-    from markertools_adapters.sqlite import create_store_from_world as create_sqlite
+    try:
+        from markertools_adapters.sqlite import create_store_from_world as create_sqlite
+    except ImportError as exc:
+        raise missing_extra(exc, "sqlite", "a SQLite database") from exc
 
     return create_sqlite(world, Path(url_or_path))

@@ -13,15 +13,20 @@ from typing import TYPE_CHECKING, Protocol
 from markertools.domain.ports import (
     AttemptLedger,
     AuditLog,
+    AutomationAdmin,
     AutomationStore,
     ChangeWaiter,
     Clock,
     CostLookup,
+    DeliveryJournal,
     FollowupQueue,
+    FollowupTaker,
     PermissionLookup,
     Ports,
     ProjectLookup,
     RandomSource,
+    RecordWriter,
+    TaskClaimer,
     TaskExecutor,
     TaskFiles,
     TaskStore,
@@ -42,6 +47,15 @@ class StoragePorts(
     Protocol,
 ):
     """One object filling every storage field of `Ports` (Rule 1)."""
+
+
+class WorkerStore(
+    StoragePorts, TaskClaimer, FollowupTaker, AutomationAdmin, RecordWriter, Protocol
+):
+    """A store a whole worker loop runs on (docs/worker-loop.md): every storage port plus
+    claiming tasks, taking follow-ups, managing automations and the record writers.
+    Every bundled store is one; `markertools_adapters.kit.StoreKit` makes one from four
+    primitives."""
 
 
 def storage_port_methods() -> frozenset[str]:
@@ -69,6 +83,15 @@ if TYPE_CHECKING:  # Rule 1: mypy --strict proves the bundled stores are Storage
     def _postgres_store(store: PostgresStore) -> StoragePorts:
         return store
 
+    def _memory_worker(store: MemoryStore) -> WorkerStore:
+        return store
+
+    def _sqlite_worker(store: SqliteStore) -> WorkerStore:
+        return store
+
+    def _postgres_worker(store: PostgresStore) -> WorkerStore:
+        return store
+
 
 def store_ports(
     store: StoragePorts,
@@ -78,10 +101,13 @@ def store_ports(
     executor: TaskExecutor | None = None,
     files: TaskFiles | None = None,
     waiter: ChangeWaiter | None = None,
+    journal: DeliveryJournal | bool | None = True,
 ) -> Ports:
     """Ports with `store` filling every storage port (tasks, todos, automations, projects,
     costs, attempts, audit, follow-ups, permissions). `executor` defaults to the
-    NoopExecutor (kill requests are reported and audited, nothing is signalled)."""
+    NoopExecutor (kill requests are reported and audited, nothing is signalled).
+    `journal`: True (the default) uses `store` as the delivery journal when it has one
+    (every bundled store does, TRN-9); False or None: none; or a journal object."""
     if executor is None:
         from markertools_adapters.executors import NoopExecutor
 
@@ -101,4 +127,12 @@ def store_ports(
         random=random,
         files=files,
         waiter=waiter,
+        journal=_journal_of(store) if journal is True else (journal or None),
     )
+
+
+def _journal_of(store: object) -> DeliveryJournal | None:
+    needed = ("block_entries", "record_block", "atomic")
+    if all(callable(getattr(store, name, None)) for name in needed):
+        return store  # type: ignore[return-value]
+    return None

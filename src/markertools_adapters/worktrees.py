@@ -3,18 +3,23 @@
 # directory and reading a UTF-8 text file inside it, so that nothing outside the
 # worktree can ever be read.
 #
-# Layout (under the configured root; both names are fixed):
+# Layout: a function (host, task id) -> the task's own directory (or several, tried in
+# order) below the configured root; `seed_layout`, the default, gives
 #   <root>/host-worktrees/<task_id>/      a task's worktree created by the host
 #   <root>/tenants/<task_id>/...          a task's tenant directory
-# A task whose `worktree` field is unset uses the first of those two that exists.
+# and `template_layout("{host}/checkouts/{task_id}", ...)` builds one from templates.
+# A task whose `worktree` field is unset uses the first of its directories that exists.
 # A task whose `worktree` is set (absolute under the root, or relative to the root)
-# uses exactly that directory, which must be <root>/host-worktrees/<id> or
-# <root>/tenants/<id>, or a directory below one of them (never a fallback).
+# uses exactly that directory, which must be one of its own directories or a directory
+# below one of them (never a fallback).
 #
 # Invariants:
-#   Rule 1 (FIL-5): a worktree is always the task's own existing directory: at least
-#           two components below the root, the second being the validated task id. The
-#           root, `tenants/`, `host-worktrees/` and anything above are never one.
+#   Rule 1 (FIL-5): a worktree is always the task's own existing directory: a plain
+#           relative path below the root (no "..", not absolute) with the validated task
+#           id as one of its components, as the layout gives it. The root, `tenants/`,
+#           `host-worktrees/`, anything above, and any directory the layout gives
+#           without the task id, are never one; a layout that raises or returns anything
+#           else refuses the read (never a fallback to another directory).
 #   Rule 2: every component below the root is opened relative to its parent's
 #           descriptor with O_NOFOLLOW (`dir_fd` walk); intermediate components with
 #           O_DIRECTORY, the final file with O_NONBLOCK | O_NOCTTY and then fstat'ed.
@@ -39,8 +44,9 @@ import errno
 import os
 import stat
 from collections import deque
-from pathlib import Path
-from typing import Final
+from collections.abc import Callable, Sequence
+from pathlib import Path, PurePath
+from typing import Final, TypeAlias
 
 from markertools.deliver.paths import check_relative_path, display_name, task_id_component_problem
 from markertools.domain.decision import Denied
@@ -54,6 +60,42 @@ TENANTS_DIR: Final[str] = "tenants"
 LIST_LIMIT: Final[int] = 50
 MAX_SYMLINKS: Final[int] = 40
 MAX_DEPTH: Final[int] = 256  # directories below the worktree one path may descend through
+
+LayoutDirs: TypeAlias = str | PurePath | Sequence[str | PurePath]
+WorktreeLayout: TypeAlias = Callable[[str | None, str], LayoutDirs]
+"""(local host name or None, task id) -> the task's own directory, or several tried in
+order, relative to the worktree root."""
+
+
+def seed_layout(host: str | None, task_id: str) -> tuple[str, str]:
+    """The default layout: `host-worktrees/<task id>`, then `tenants/<task id>`."""
+    return (f"{HOST_WORKTREES_DIR}/{task_id}", f"{TENANTS_DIR}/{task_id}")
+
+
+def template_layout(*templates: str) -> WorktreeLayout:
+    """A layout from `str.format` templates with the fields `{host}` and `{task_id}`,
+    tried in order, e.g. `template_layout("{host}/checkouts/{task_id}")`. A template
+    naming `{host}` is skipped while the reader has no local host.
+
+    Raises:
+        ValueError: no template, or a template without `{task_id}` (every task would
+            share one directory).
+    """
+    if not templates:
+        raise ValueError("template_layout needs at least one template")
+    for template in templates:
+        if "{task_id}" not in template:
+            raise ValueError(f"worktree template {template!r} must contain {{task_id}}")
+
+    def layout(host: str | None, task_id: str) -> tuple[str, ...]:
+        return tuple(
+            t.format(host=host, task_id=task_id)
+            for t in templates
+            if host is not None or "{host}" not in t
+        )
+
+    return layout
+
 
 _CLOEXEC: Final[int] = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW: Final[int] = getattr(os, "O_NOFOLLOW", 0)
@@ -89,9 +131,24 @@ def _os_error(path: str, exc: OSError) -> _Refusal:
 
 class WorktreeFiles:
     """TaskFiles over `<root>` (see the layout above); `host` is the local host name
-    FIL-2 compares a task's `host` with (None: tasks with a host set are refused)."""
+    FIL-2 compares a task's `host` with (None: tasks with a host set are refused).
 
-    def __init__(self, root: Path | str, host: str | None) -> None:
+    `layout` maps (host, task id) to the task's own directory below the root: a
+    function (`WorktreeLayout`), a template string or a sequence of them (see
+    `template_layout`); default `seed_layout`.
+
+    Raises:
+        ValueError: `root` is not an existing directory, or a template is unusable.
+        RuntimeError: the platform lacks openat with O_NOFOLLOW / O_DIRECTORY.
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        host: str | None,
+        *,
+        layout: WorktreeLayout | str | Sequence[str] | None = None,
+    ) -> None:
         if not (os.open in os.supports_dir_fd and _NOFOLLOW and _DIRECTORY):
             raise RuntimeError("WorktreeFiles needs POSIX openat with O_NOFOLLOW/O_DIRECTORY")
         path = Path(root)
@@ -100,18 +157,30 @@ class WorktreeFiles:
         self._root = os.path.abspath(path)
         self._root_real = os.path.realpath(path)
         self._host = host
+        if layout is None:
+            self._layout: WorktreeLayout = seed_layout
+        elif isinstance(layout, str):
+            self._layout = template_layout(layout)
+        elif callable(layout):
+            self._layout = layout
+        else:
+            self._layout = template_layout(*layout)
 
     @property
     def local_host(self) -> str | None:
+        """The local host name FIL-2 compares a task's `host` with."""
         return self._host
 
     @property
     def root(self) -> Path:
+        """The worktree root, as configured (made absolute)."""
         return Path(self._root)
 
     # ---- the port ----------------------------------------------------------------
 
     def read(self, task: Task, path: str | None, max_chars: int) -> FileAnswer:
+        """TaskFiles.read: list a directory or read a UTF-8 file of `task`'s worktree
+        (`path` None or "" = its top level); every failure is a FileRefused."""
         checked = check_relative_path(path)
         if isinstance(checked, Denied):
             return FileRefused(checked.reason)
@@ -140,12 +209,12 @@ class WorktreeFiles:
         problem = task_id_component_problem(task.id)
         if problem is not None:
             raise _Refusal(msg("files.task_id_unusable", problem=problem))
-        own = ((HOST_WORKTREES_DIR, task.id), (TENANTS_DIR, task.id))
+        own = self._own_dirs(task.id)
         recorded = task.worktree
         if recorded is None or recorded.strip() == "":
             return own
         parts = self._recorded_parts(recorded)
-        if parts[:2] not in own:
+        if not any(len(parts) >= len(o) and parts[: len(o)] == o for o in own):
             raise _Refusal(
                 msg(
                     "files.worktree_not_own",
@@ -154,6 +223,43 @@ class WorktreeFiles:
                 )
             )
         return (parts,)
+
+    def _own_dirs(self, task_id: str) -> tuple[tuple[str, ...], ...]:
+        """Rule 1: the layout's directories for the task, as components below the root."""
+        try:
+            given = self._layout(self._host, task_id)
+        except Exception as exc:
+            raise _Refusal(
+                msg("files.os_error", path="the worktree layout", error=f"it failed: {exc}")
+            ) from exc
+        if isinstance(given, str | PurePath):
+            dirs: list[object] = [given]
+        elif isinstance(given, list | tuple):
+            dirs = list(given)
+        else:
+            raise _Refusal(self._bad_layout(given, "not a path or a sequence of paths"))
+        own: list[tuple[str, ...]] = []
+        for directory in dirs:
+            text = str(directory) if isinstance(directory, str | PurePath) else None
+            checked = check_relative_path(text) if text else None
+            if text is None or checked is None or isinstance(checked, Denied):
+                raise _Refusal(self._bad_layout(directory, "not a plain relative path"))
+            parts = tuple(p for p in checked.parts if p not in ("", "."))
+            if task_id not in parts:
+                raise _Refusal(self._bad_layout(directory, "it does not contain the task id"))
+            own.append(parts)
+        if not own:
+            raise _Refusal(msg("files.no_local_worktree", looked=()))
+        return tuple(own)
+
+    @staticmethod
+    def _bad_layout(directory: object, why: str) -> Msg:
+        shown = display_name(str(directory))
+        return msg(
+            "files.os_error",
+            path="the worktree layout",
+            error=f"it gave the unusable directory {shown} ({why})",
+        )
 
     def _recorded_parts(self, recorded: str) -> tuple[str, ...]:
         relative = recorded

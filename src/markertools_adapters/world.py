@@ -11,17 +11,28 @@
 #           an int; an unknown field (a typo) is an error, never silently a default.
 #   Rule 3: every error is a WorldFileError whose message starts with the path of the bad
 #           field (`tasks[2].status: expected one of ...`).
-#   Rule 4: dump(load(x)) loads back to an equal World (round trip).
+#   Rule 4: dump(load(x)) loads back to an equal World (round trip); every value with an
+#           enumeration (task / todo / automation status, executor, effort, priority,
+#           permission, bind, audit outcome, attempt kind) is checked at load, so
+#           nothing a store could not dump and reload gets in.
+#   Rule 5: `loads_world` raises only WorldFileError, whatever the text: a duplicate key,
+#           an integer of more than MAX_INT_DIGITS digits, nesting deeper than
+#           MAX_NESTING (or than Python's recursion limit) are refused, never raised
+#           as ValueError / RecursionError.
+#   Rule 6: `merge_worlds(base, extra)` adds `extra` to `base`: a record whose key
+#           exists with the same content is kept once, with different content it is a
+#           conflict (MergeConflict lists every one); nothing is changed on a conflict.
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime
-from typing import Any, Final, Protocol
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
-import cattrs
-from cattrs.errors import ForbiddenExtraKeysError
 
 from markertools.domain.model import (
     EFFORTS,
@@ -42,9 +53,33 @@ from markertools.domain.model import (
     Todo,
 )
 
+if TYPE_CHECKING:  # cattrs loads with the first world file read or written (import cost)
+    import cattrs
+
+MAX_INT_DIGITS: Final[int] = 30  # like block bodies: longer integers are refused
+MAX_NESTING: Final[int] = 64  # a world file is at most a few levels deep
+AUTOMATION_STATUSES: Final[tuple[str, ...]] = ("active", "paused", "deleted")
+ATTEMPT_KINDS: Final[tuple[str, ...]] = ("goal_breakpoint", "platform_fresh")
+# every outcome delivery (ReportEntry outcomes, TRN-3 discards) and the automation
+# firing (SCH-6) write to the audit log
+AUDIT_OUTCOMES: Final[tuple[str, ...]] = (
+    "done",
+    "rejected",
+    "skipped",
+    "ignored",
+    "discarded",
+    "task-created",
+    "followup-queued",
+    "not-fired",
+)
+BINDS: Final[tuple[str | None, ...]] = (None, "cron", "heartbeat")
+
 
 @attrs.frozen
 class World:
+    """Every record of a markertools world (docs/cli.md "World file"): `now` (epoch
+    seconds) and one tuple per record list; omitted lists are empty."""
+
     now: float = 0.0
     projects: tuple[Project, ...] = ()
     permissions: tuple[PermissionGrant, ...] = ()
@@ -155,7 +190,10 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _make_converter() -> cattrs.Converter:
+@lru_cache(maxsize=1)
+def _converter() -> cattrs.Converter:
+    import cattrs
+
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook(str, _strict_str)
     conv.register_structure_hook(bool, _strict_bool)
@@ -165,10 +203,9 @@ def _make_converter() -> cattrs.Converter:
     return conv
 
 
-_CONVERTER: Final[cattrs.Converter] = _make_converter()
-
-
 def _format(exc: BaseException, _type: type | None) -> str:
+    from cattrs.errors import ForbiddenExtraKeysError
+
     if isinstance(exc, _Bad):
         return str(exc)
     if isinstance(exc, KeyError):
@@ -182,6 +219,8 @@ def _format(exc: BaseException, _type: type | None) -> str:
 
 
 def _errors_of(exc: BaseException, path: str) -> list[str]:
+    import cattrs
+
     out: list[str] = []
     for line in cattrs.transform_error(exc, path=path, format_exception=_format):
         message, _, where = line.rpartition(" @ ")
@@ -244,7 +283,7 @@ def world_from_json(obj: Any) -> World:
                 item = {**item, "created_at": now}
             item = {**_FILE_DEFAULTS.get(name, {}), **item}
             try:
-                items.append(_CONVERTER.structure(item, cls))
+                items.append(_converter().structure(item, cls))
             except Exception as exc:
                 errors.extend(_errors_of(exc, where))
         lists[name] = tuple(items)
@@ -280,12 +319,17 @@ def _check_values(world: World) -> list[str]:
         errors += _one_of(f"todos[{i}].status", d.status, TODO_STATUSES)
         errors += _one_of(f"todos[{i}].priority", d.priority, TODO_PRIORITIES)
     for i, a in enumerate(world.automations):
-        errors += _one_of(f"automations[{i}].bind", a.bind, (None, "cron", "heartbeat"))
+        errors += _one_of(f"automations[{i}].bind", a.bind, BINDS)
+        errors += _one_of(f"automations[{i}].status", a.status, AUTOMATION_STATUSES)
         if a.interval_seconds < 1:
             errors.append(f"automations[{i}].interval_seconds: must be at least 1")
     for i, g in enumerate(world.permissions):
         for j, grant in enumerate(g.grants):
             errors += _one_of(f"permissions[{i}].grants[{j}]", grant, PERMISSIONS)
+    for i, r in enumerate(world.audit):
+        errors += _one_of(f"audit[{i}].outcome", r.outcome, AUDIT_OUTCOMES)
+    for i, att in enumerate(world.attempts):
+        errors += _one_of(f"attempts[{i}].kind", att.kind, ATTEMPT_KINDS)
     for i, c in enumerate(world.costs):
         if c.tokens < 0:
             errors.append(f"costs[{i}].tokens: must not be negative")
@@ -310,19 +354,155 @@ def _duplicates(name: str, keys: list[str], field: str = "id") -> list[str]:
 
 
 def loads_world(text: str) -> World:
+    """The World in world-file text (docs/cli.md "World file").
+
+    Raises:
+        WorldFileError: for anything else - not JSON, a duplicate key, NaN / Infinity,
+            an integer over MAX_INT_DIGITS digits, nesting over MAX_NESTING, an invalid
+            record (the message starts with the path of the bad field). Nothing else
+            (Rule 5).
+    """
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_int=_bounded_int,
+            object_pairs_hook=_unique_keys,
+        )
     except json.JSONDecodeError as exc:
         raise WorldFileError(
             f"world: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except _Bad as exc:
         raise WorldFileError(f"world: {exc}") from None
-    return world_from_json(obj)
+    except RecursionError:
+        raise WorldFileError(f"world: nested deeper than {MAX_NESTING} levels") from None
+    except ValueError as exc:  # any other limit of the decoder
+        raise WorldFileError(f"world: not a valid world file: {exc}") from None
+    depth = _depth(obj)
+    if depth > MAX_NESTING:
+        raise WorldFileError(f"world: nested {depth} levels deep (at most {MAX_NESTING})")
+    try:
+        return world_from_json(obj)
+    except RecursionError:  # pragma: no cover - the depth check above prevents it
+        raise WorldFileError(f"world: nested deeper than {MAX_NESTING} levels") from None
 
 
 def _reject_constant(name: str) -> Any:
     raise _Bad(f"{name} is not valid JSON")
+
+
+def _bounded_int(digits: str) -> int:
+    count = len(digits.lstrip("-"))
+    if count > MAX_INT_DIGITS:
+        raise _Bad(f"an integer of {count} digits (at most {MAX_INT_DIGITS})")
+    return int(digits)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                shown = json.dumps(key[:40], ensure_ascii=False)
+                raise _Bad(f"duplicate key {shown} in an object (keys must be unique)")
+            seen.add(key)
+    return obj
+
+
+def _depth(obj: Any) -> int:
+    """How deeply lists and objects nest in `obj` (iterative: never recursion)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, level)
+            if level <= MAX_NESTING:
+                stack.extend((v, level + 1) for v in value if isinstance(v, dict | list))
+    return deepest
+
+
+# ---- merging ----------------------------------------------------------------------------
+
+
+class MergeConflict(WorldFileError):
+    """`merge_worlds` found records whose key exists with different content; `conflicts`
+    lists them as "tasks t1", "quotas u1", ..."""
+
+    def __init__(self, conflicts: Sequence[str]) -> None:
+        self.conflicts = tuple(conflicts)
+        shown = ", ".join(self.conflicts[:20]) + (", …" if len(self.conflicts) > 20 else "")
+        super().__init__(
+            f"{len(self.conflicts)} record(s) already exist with different content: {shown}"
+        )
+
+
+_MERGE_KEYS: Final[dict[str, Callable[[Any], Hashable]]] = {
+    "projects": lambda r: r.id,
+    "permissions": lambda r: (r.user, r.project),
+    "tasks": lambda r: r.id,
+    "todos": lambda r: r.id,
+    "automations": lambda r: r.id,
+    "costs": lambda r: (r.task_id, r.round),
+    "quotas": lambda r: r.user,
+    "attempts": lambda r: (r.task_id, r.attempt_no),
+}
+_APPENDED: Final[tuple[str, ...]] = ("audit", "followups")  # logs: no key
+
+
+def _shown_key(key: Hashable) -> str:
+    return "/".join(str(k) for k in key) if isinstance(key, tuple) else str(key)
+
+
+def merge_worlds(base: World, extra: World) -> tuple[World, World]:
+    """(merged, added): `base` with the records of `extra` added, and the records that
+    were new (Rule 6). `now` stays `base.now`. Keyed records (ids; a quota's user; a
+    permission entry's user and project; a cost's task and round; an attempt's task and
+    number) equal to one in `base` are not added again; audit records and follow-ups
+    have no key: each one `base` does not already hold (counting repeats) is appended,
+    so merging the same world twice adds nothing the second time.
+
+    Raises:
+        MergeConflict: listing every key of `extra` that `base` holds with other content.
+        WorldFileError: when the merged world breaks a value rule (e.g. two active
+            automations of a project with one name).
+    """
+    merged: dict[str, tuple[Any, ...]] = {}
+    added: dict[str, tuple[Any, ...]] = {}
+    conflicts: list[str] = []
+    for name, key_of in _MERGE_KEYS.items():
+        have = {key_of(r): r for r in getattr(base, name)}
+        new: list[Any] = []
+        for record in getattr(extra, name):
+            key = key_of(record)
+            if key not in have:
+                have[key] = record
+                new.append(record)
+            elif have[key] != record:
+                conflicts.append(f"{name} {_shown_key(key)}")
+        merged[name] = (*getattr(base, name), *new)
+        added[name] = tuple(new)
+    for name in _APPENDED:
+        already = Counter(getattr(base, name))
+        new = []
+        for record in getattr(extra, name):
+            if already[record] > 0:  # the same record again: merged before
+                already[record] -= 1
+            else:
+                new.append(record)
+        merged[name] = (*getattr(base, name), *new)
+        added[name] = tuple(new)
+    if conflicts:
+        raise MergeConflict(conflicts)
+    world = World(now=base.now, **merged)
+    errors = _check_values(world)
+    if errors:
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise WorldFileError("merged world: " + errors[0] + more)
+    return world, World(now=base.now, **added)
 
 
 # ---- dumping ----------------------------------------------------------------------------
@@ -330,11 +510,12 @@ def _reject_constant(name: str) -> Any:
 
 def world_to_json(world: World) -> dict[str, Any]:
     """The world file form of `world` (the same shape `world_from_json` reads)."""
-    raw = _CONVERTER.unstructure(world)
+    raw = _converter().unstructure(world)
     return {k: _tidy(v) for k, v in raw.items()}
 
 
 def dumps_world(world: World, indent: int | None = 2) -> str:
+    """The world file text of `world` (`indent` None: one line)."""
     return json.dumps(world_to_json(world), ensure_ascii=False, indent=indent)
 
 

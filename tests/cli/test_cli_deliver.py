@@ -81,7 +81,9 @@ def test_json_document_has_the_documented_shape(files):
     result = run(str(turn), "--world", str(world), "--sender", "t1", "--json")
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert set(doc) == {"delivered", "entries", "message", "followups", "world"}
+    # the documented keys, plus additive ones (docs/cli.md: shapes only ever grow)
+    assert set(doc) >= {"delivered", "entries", "message", "followups", "world"}
+    assert doc["world_scope"] == "full" and isinstance(doc["changes"], list)
     assert doc["delivered"] is True
     assert [(e["kind"], e["outcome"]) for e in doc["entries"]] == [
         ("task-create", "done"),

@@ -72,3 +72,13 @@ def test_dots_run_refuses_an_invalid_plan_naming_the_field(tmp_path: Path) -> No
     run = markertools("dots", "run", str(bad), "--codex-bin", codex_bin(), "--state-dir", str(tmp_path / "s"))
     assert run.returncode == 1
     assert "$.workers[1].dependsOn[0]: unknown role 'ghost'" in run.stderr
+
+
+@pytest.mark.rule("DOT-9")
+def test_a_refused_answer_is_printed_and_the_prompt_comes_back(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    answers = "y\ny\nn\n   \nf\ndone\nf\nfixed\n"  # a blank instruction is refused
+    run = markertools("dots", "run", str(PLAN), "--codex-bin", codex_bin(), "--state-dir", str(state), stdin=answers)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "refused: instruction must be a non-empty string" in run.stdout
+    assert "completed (2/12 turns)" in run.stdout

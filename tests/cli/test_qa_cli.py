@@ -109,7 +109,7 @@ def test_parse_json_from_stdin_has_the_documented_shape(files):
         (["parse"], "missing FILE"),
         (["parse", "turn.md", "--turn", "x"], "--turn needs"),
         (["parse", "--codex-events", "missing.jsonl"], "missing.jsonl"),
-        (["parse", "--codex-events", "empty.md", "--turn", "nope"], "no turn 'nope'"),
+        (["parse", "--codex-events", "empty.md", "--turn", "nope"], "holds no Codex records"),
     ],
 )
 def test_parse_failures_are_one_line(files, args, needle):

@@ -27,7 +27,8 @@ def test_the_demo_turn_has_its_documented_outcomes() -> None:
     todos = {d.id: d for d in after.todos}
 
     # a child task was created below the sender, as a normal independent task
-    (new_id,) = {t.id for t in after.tasks} - {t.id for t in before.tasks}
+    created = {t.id for t in after.tasks} - {t.id for t in before.tasks}
+    (new_id,) = {i for i in created if tasks[i].parent_task_id == DEMO_SENDER}
     child = tasks[new_id]
     assert (child.parent_task_id, child.created_by, child.status) == (
         DEMO_SENDER,
@@ -52,8 +53,12 @@ def test_the_demo_turn_has_its_documented_outcomes() -> None:
     assert todos[new_todo].task_id == new_id
     assert todos["d-flaky"].status == "completed" and todos["d-flaky"].completed_at == before.now
 
-    # the automation was registered
+    # the automation was registered, and fired once after the delivery (SCH-6)
     assert {a.name for a in after.automations} == {"nightly-audit", "weekly-deps"}
+    (fired_id,) = created - {new_id}
+    weekly = next(a for a in after.automations if a.name == "weekly-deps")
+    assert (tasks[fired_id].parent_task_id, tasks[fired_id].prompt) == (None, weekly.prompt)
+    assert weekly.run_count == 1
 
     # skipped: invalid JSON and the near-miss fence; the quoted block never ran at all
     skipped = [e for e in report.entries if e.outcome == "skipped"]
@@ -79,7 +84,9 @@ def test_the_demo_turn_has_its_documented_outcomes() -> None:
     assert message.rfind("<<<BEGIN DATA", 0, injected) > message.rfind("<<<END DATA", 0, injected)
 
     # every block but the skipped ones was audited; nothing else in the world moved
-    assert len(after.audit) - len(before.audit) == len(report.entries) - len(skipped)
+    fires = [a for a in after.audit if a.kind == "automation-fire"]
+    assert [a.outcome for a in fires] == ["task-created"]
+    assert len(after.audit) - len(before.audit) == len(report.entries) - len(skipped) + 1
     assert after.projects == before.projects and after.costs == before.costs
     assert after.now == before.now + 60  # the wait timed out on the virtual clock
 
@@ -109,6 +116,7 @@ def test_the_demo_is_deterministic_and_prints_the_report_and_changes() -> None:
     assert first.stdout == second.stdout
     assert "Report queued for t-lead:" in first.stdout
     assert "What changed:" in first.stdout and "tasks created:" in first.stdout
+    assert "Automations fired after the delivery" in first.stdout
 
 
 def test_the_demo_in_chinese_and_as_json() -> None:
@@ -122,7 +130,8 @@ def test_the_demo_in_chinese_and_as_json() -> None:
     doc = json.loads(as_json.stdout)
     assert doc["delivered"] is True
     assert {e["outcome"] for e in doc["entries"]} == {"done", "rejected", "skipped"}
-    assert len(doc["world"]["tasks"]) == len(demo_world().tasks) + 1
+    assert len(doc["world"]["tasks"]) == len(demo_world().tasks) + 2  # + the fired automation
+    assert [r["result"] for r in doc["automations_fired"]] == ["task-created"]
 
 
 def test_keep_writes_a_new_database_that_dumps(tmp_path: Path) -> None:

@@ -40,7 +40,40 @@ def _postgres(world: World, tmp: Path) -> Any:
     return throwaway_store(world)
 
 
+def _kit(world: World, tmp: Path) -> Any:
+    # a toy store on the adapter kit (markertools_adapters.kit): three primitives
+    import contextlib
+    import threading
+
+    from markertools_adapters.kit import StoreKit
+
+    class ToyStore(StoreKit):
+        def __init__(self) -> None:
+            super().__init__()
+            self.saved: Any = None
+            self.lock = threading.Lock()
+
+        def kit_lock(self) -> contextlib.AbstractContextManager[None]:
+            @contextlib.contextmanager
+            def held() -> Any:
+                with self.lock:
+                    yield
+
+            return held()
+
+        def kit_load(self) -> Any:
+            return self.saved
+
+        def kit_save(self, state: Any) -> None:
+            self.saved = state
+
+    store = ToyStore()
+    store.load_world(world)
+    return store
+
+
 STORE_FACTORIES: dict[str, StoreFactory] = {
+    "kit": _kit,
     "memory": _memory,
     "sqlite": _sqlite,
     "postgres": _postgres,

@@ -6,6 +6,8 @@ non-delivered turns change nothing but the audit."""
 
 from __future__ import annotations
 
+import contextlib
+
 import attrs
 import pytest
 from hypothesis import settings
@@ -93,6 +95,8 @@ class DeliveryMachine(RuleBasedStateMachine):
             "read-only": FixedPermissions(["read"]),
             "raises": RaisingPermissions(),
         }[permissions]
+        self.perms = perms
+        self.turns = 0
         self.rig = rig(make_world(*forest), permissions=perms)
         self.transitions = RecordingTransitions(self.rig.store)
         self.rig.ports = attrs.evolve(self.rig.ports, tasks=self.transitions)
@@ -145,9 +149,53 @@ class DeliveryMachine(RuleBasedStateMachine):
             else:
                 assert old.status in ("failed", "interrupted", "merge-failed")
                 cleared = attrs.evolve(
-                    old, status="queued", result_text=None, error_text=None, actual_model=None
+                    old,
+                    status="queued",
+                    result_text=None,
+                    error_text=None,
+                    actual_model=None,
+                    retried_after_attempt=old.auto_resume_count,  # ATT-4
                 )
                 assert new == cleared
+
+    @rule(data=st.data(), crash_at=st.none() | st.integers(min_value=1, max_value=40))
+    def deliver_with_a_turn_id_crash_then_redeliver(self, data, crash_at):
+        """TRN-9: a turn delivered with a turn id - crashing at a random store write, or
+        not - then delivered again (twice) ends exactly as one clean delivery of it."""
+        from exactly_once_support import Crash, Crashing
+
+        from markertools import TurnPlan, deliver_turn
+
+        world_before = self.rig.world()
+        ids = sorted(t.id for t in world_before.tasks)
+        sender_id = data.draw(st.sampled_from(["t1", *ids]))
+        commands, issues = data.draw(turns(ids))
+        plan = TurnPlan(commands=commands, issues=issues)
+        self.turns += 1
+        turn_id = f"turn-{self.turns}"
+        reference = rig(world_before, permissions=self.perms)
+        expected = deliver_turn(plan, sender=sender_id, outcome="completed", ports=reference.ports, turn_id=turn_id)
+        if crash_at is not None:
+            crashing = Crashing(self.rig.store, crash_at)
+            ports = attrs.evolve(
+                self.rig.ports, tasks=crashing, todos=crashing, audit=crashing,
+                followups=crashing, journal=crashing,
+            )
+            with contextlib.suppress(Crash):  # a crash (or none, when past the last write)
+                deliver_turn(plan, sender=sender_id, outcome="completed", ports=ports, turn_id=turn_id)
+        report = deliver_turn(plan, sender=sender_id, outcome="completed", ports=self.rig.ports, turn_id=turn_id)
+        again = deliver_turn(plan, sender=sender_id, outcome="completed", ports=self.rig.ports, turn_id=turn_id)
+        got, want = self.rig.world(), reference.world()
+        shape = lambda w: sorted((t.id, t.status, t.parent_task_id or "") for t in w.tasks)  # noqa: E731
+        assert shape(got) == shape(want)
+        # the report queued once (its poll snapshots may read differently: time moved)
+        assert sorted(f.task_id for f in got.followups) == sorted(f.task_id for f in want.followups)
+        assert [e.outcome for e in report.entries] == [e.outcome for e in expected.entries]
+        assert again.replayed or not again.delivered
+        for task in got.tasks:
+            if task.id not in {t.id for t in world_before.tasks}:
+                self.created.add(task.id)
+        self.rig.clock.advance(max(0.0, reference.clock.now() - self.rig.clock.now()))
 
     @invariant()
     def created_tasks_respect_generation_and_children_limits(self):
@@ -167,5 +215,5 @@ TestDeliveryMachine.settings = settings(
     max_examples=min(settings().max_examples, 200),
 )
 pytestmark = pytest.mark.rule(
-    "GAT-1", "LIN-2", "LIN-3", "TRN-6", "TRN-3", "TRN-4", "TRN-5", "CRE-2"
+    "GAT-1", "LIN-2", "LIN-3", "TRN-6", "TRN-3", "TRN-4", "TRN-5", "CRE-2", "TRN-9"
 )

@@ -304,7 +304,10 @@ def test_attempt_of_another_task_is_ignored() -> None:
 
 
 def test_memory_snippets_verbatim_blank_ones_dropped() -> None:
-    out = assemble(InjectionInputs(task=NORMAL, memory=("  ", "first\nsecond", "")))
+    # verbatim only for a caller that vouches for its snippets (issue 19: framed by default)
+    out = assemble(
+        InjectionInputs(task=NORMAL, memory=("  ", "first\nsecond", ""), memory_trusted=True)
+    )
     assert out.sections == ("memory",)
     assert out.prompt == "[Memory]\nfirst\nsecond\n\n" + NORMAL.prompt
     assert (

@@ -136,6 +136,7 @@ def test_a_failing_random_source_leaves_prompt_and_goal_unchanged(goal_task: boo
         attempts=store,
         random=BrokenRandom(),
         memory=("prefer small commits",),
+        memory_trusted=True,  # trusted snippets need no nonce either (untrusted ones do)
     )
     if goal_task:  # the project context needs no nonce: goal tasks are still injected
         assert out.sections[0] == "project" and out.goal is not None

@@ -9,8 +9,10 @@
 #   Rule 2: `summarize_error` never raises, whatever the exception (TRN-8).
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from markertools.deliver.lineage import LINEAGE_MAX_STEPS, generation, in_lineage
 from markertools.deliver.render import shown
@@ -51,11 +53,27 @@ class TurnContext:
     of children created this turn (LIN-3) and follow-ups to queue after the report.
     """
 
-    def __init__(self, sender: Task, ports: Ports, locale: str, plan: TurnPlan) -> None:
+    def __init__(
+        self,
+        sender: Task,
+        ports: Ports,
+        locale: str,
+        plan: TurnPlan,
+        *,
+        turn_id: str | None = None,
+        deadline_at: float | None = None,
+        cancel: Callable[[], bool] | None = None,
+    ) -> None:
         self.sender = sender
         self.ports = ports
         self.locale = locale
         self.plan = plan
+        self.turn_id = turn_id  # TRN-9: ids of created things derive from it
+        self.position = 0  # the running block's position in execution order
+        self.deadline_at = deadline_at  # TRN-11: clock time when waiting must stop
+        self._cancel = cancel
+        self.stopped = False  # set once the deadline passed or cancellation was asked
+        self.restored_children = 0  # TRN-9: creates of this turn applied by an earlier delivery
         self.cancelled = False  # set once the sender is seen cancelled (TRN-5, WAI-5)
         self.children_created = 0
         self.followups_after_report: list[str] = []
@@ -72,6 +90,38 @@ class TurnContext:
 
     def now(self) -> float:
         return self.ports.clock.now()
+
+    def stop_waiting(self) -> bool:
+        """TRN-11: True (and stays True) once the delivery's deadline passed or its
+        cancellation signal is set; polls and waits then end with "stopped waiting"."""
+        if not self.stopped:
+            if self._cancel is not None:
+                with contextlib.suppress(Exception):
+                    self.stopped = bool(self._cancel())
+            if not self.stopped and self.deadline_at is not None:
+                self.stopped = self.now() >= self.deadline_at
+        return self.stopped
+
+    def derived_id(self, prefix: str, nbytes: int) -> str | None:
+        """TRN-9: with a turn id, the id of the thing the running block creates, derived
+        from (sender, turn id, position) - the same on every delivery of the turn, so a
+        re-insert is recognised, never duplicated. None without a turn id."""
+        if self.turn_id is None:
+            return None
+        seed = f"{self.sender.id}\x00{self.turn_id}\x00{self.position}".encode()
+        return prefix + hashlib.sha256(seed).hexdigest()[: nbytes * 2]
+
+    def insert_once(
+        self, insert: Callable[[Any], None], lookup: Callable[[str], object], thing: Any
+    ) -> None:
+        """Insert `thing`; TRN-9: when that fails because its derived id already exists
+        (an earlier delivery of this turn created it but could not record the block),
+        it is recognised, never created twice. Any other failure propagates."""
+        try:
+            insert(thing)
+        except Exception:
+            if self.turn_id is None or lookup(thing.id) is None:
+                raise
 
     def permission(self, permission: str) -> PermissionAnswer:
         """DOM-6: looked up for the sender's creator on the sender's project; a lookup
@@ -117,7 +167,10 @@ class TurnContext:
         """LIN-3: the sender's direct children before this turn, read once per turn;
         `children_created` counts this turn's."""
         if self._existing_children is None:
-            self._existing_children = self.ports.tasks.count_children(self.sender.id)
+            count = self.ports.tasks.count_children(self.sender.id)
+            # TRN-9: children an earlier delivery of this turn created are this turn's
+            # (counted in `children_created` as their blocks are restored), not earlier ones
+            self._existing_children = max(0, count - self.restored_children)
         return self._existing_children
 
     def target_in_lineage(self, target: Task | None) -> bool:
@@ -215,7 +268,10 @@ def permission_refusal(ctx: TurnContext, permission: str, prefix: str) -> Msg | 
 
 def new_id(ctx: TurnContext, prefix: str, lookup: Callable[[str], object]) -> str:
     """An id from the random port (`prefix` + hex), redrawn while `lookup(id)` finds a row
-    (returns something other than None)."""
+    (returns something other than None). With a turn id: the derived id (TRN-9), as is."""
+    derived = ctx.derived_id(prefix, ID_BYTES)
+    if derived is not None:
+        return derived
     candidate = prefix + ctx.ports.random.token_hex(ID_BYTES)
     for _ in range(_ID_DRAWS):
         if lookup(candidate) is None:

@@ -28,15 +28,23 @@ _OUTCOME_ORDER: Final[tuple[str, ...]] = ("done", "rejected", "skipped", "ignore
 def render_report(entries: tuple[ReportEntry, ...], locale: str = "en") -> str:
     """The one report message for the sender: a summary line, then each entry's header
     line and its reason or result."""
-    counts: Counter[str] = Counter(e.outcome for e in entries)
+    counts: Counter[str] = Counter()
+    for e in entries:  # a TRN-12 summary entry counts every block it stands for
+        counts[e.outcome] += e.count
     parts = tuple(
         msg(f"report.count_{outcome}", n=counts[outcome])
         for outcome in _OUTCOME_ORDER
         if counts[outcome]
     )
-    lines = [msg("report.header", blocks=len(entries), counts=parts).render(locale)]
+    total = sum(counts.values())
+    lines = [msg("report.header", blocks=total, counts=parts).render(locale)]
     for index, entry in enumerate(entries, start=1):
-        head_key = "report.entry_target" if entry.target is not None else "report.entry"
+        if entry.count != 1 or entry.last_line is not None:
+            head_key = "report.entry_summary"
+        elif entry.target is not None:
+            head_key = "report.entry_target"
+        else:
+            head_key = "report.entry"
         lines.append("")
         lines.append(
             msg(
@@ -44,6 +52,8 @@ def render_report(entries: tuple[ReportEntry, ...], locale: str = "en") -> str:
                 n=index,
                 kind=shown(entry.kind),
                 line=entry.line,
+                last=entry.line if entry.last_line is None else entry.last_line,
+                count=entry.count,
                 outcome=msg(f"report.outcome_{entry.outcome}"),
                 target=shown(entry.target, 400),
             ).render(locale)

@@ -20,7 +20,7 @@ from markertools.domain.ports import RandomSource
 from markertools.inject.framing import frame_data
 from markertools.text.msg import Msg, msg
 
-SnapshotState = Literal["finished", "now", "timed_out", "sender_cancelled", "vanished"]
+SnapshotState = Literal["finished", "now", "timed_out", "sender_cancelled", "vanished", "stopped"]
 
 _PLAIN_MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,99}")
 ERROR_SEPARATOR: Final[str] = "\n\n--- error_text ---\n"
@@ -109,4 +109,6 @@ def snapshot(
 def _state_msg(state: SnapshotState, task: Task, waited: float) -> Msg:
     if state == "timed_out":
         return msg("read.state_timed_out", seconds=round(waited, 3), status=task.status)
+    if state == "stopped":
+        return msg("read.state_stopped", seconds=round(waited, 3), status=task.status)
     return msg(f"read.state_{state}", status=task.status)

@@ -10,11 +10,15 @@ from markertools.text.msg import Msg
 
 @attrs.frozen
 class Allowed:
+    """A gate's yes; `note` says how, when it matters (e.g. allowed through lineage only)."""
+
     note: Msg | None = None  # e.g. "allowed through lineage only: permission lookup failed"
 
 
 @attrs.frozen
 class Denied:
+    """A gate's no, with the catalogue message `reason` the report shows."""
+
     reason: Msg
 
 
@@ -23,6 +27,9 @@ Decision = Allowed | Denied
 
 @attrs.frozen
 class PermissionAnswer:
+    """One permission lookup's answer (DOM-6): granted, or failed (the lookup raised or
+    timed out; `error` summarises it) - a failed lookup is never a plain False (GAT-2/4)."""
+
     permission: str
     granted: bool
     failed: bool = False  # the lookup raised (or timed out); granted is then False

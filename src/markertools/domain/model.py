@@ -9,14 +9,15 @@
 #   Rule 3: times are epoch seconds (float, UTC) (DOM-5).
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Final, Literal
 
 import attrs
 
-TaskStatus = Literal[
+TaskStatusName = Literal[
     "queued", "running", "completed", "failed", "interrupted", "merged", "merge-failed"
 ]
-TASK_STATUSES: Final[tuple[TaskStatus, ...]] = (
+TASK_STATUSES: Final[tuple[TaskStatusName, ...]] = (
     "queued",
     "running",
     "completed",
@@ -44,19 +45,50 @@ Permission = Literal["read", "create_task", "approve_merge"]
 PERMISSIONS: Final[tuple[Permission, ...]] = ("read", "create_task", "approve_merge")
 
 AttemptKind = Literal["goal_breakpoint", "platform_fresh"]
-AutomationBind = Literal["cron", "heartbeat"]
 
-TurnOutcome = Literal[
-    "completed", "failed", "timed_out", "cancelled", "quota_interrupted", "interrupted"
-]
-TURN_OUTCOMES: Final[tuple[str, ...]] = (
-    "completed",
-    "failed",
-    "timed_out",
-    "cancelled",
-    "quota_interrupted",
-    "interrupted",
-)
+
+class TaskStatus(StrEnum):
+    """DOM-1: a task's status; equal to its string (stores refuse anything else)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    MERGED = "merged"
+    MERGE_FAILED = "merge-failed"
+
+
+class TurnOutcome(StrEnum):
+    """How a turn ended (TRN-3): only `completed` delivers. Equal to its string."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"
+    QUOTA_INTERRUPTED = "quota_interrupted"
+    INTERRUPTED = "interrupted"
+    UNFINISHED = "unfinished"  # a Codex turn still in progress when read
+    INCOMPLETE = "incomplete"  # a Codex turn whose text may be missing a message
+
+
+class AutomationBind(StrEnum):
+    """AUT-1: what an automation is bound to (None: nothing, a plain recurring task)."""
+
+    CRON = "cron"
+    HEARTBEAT = "heartbeat"
+
+
+def checked_value(enum: type[StrEnum], value: object, what: str) -> str:
+    """TRN-10: `value` as the enum's exact string, or ValueError naming the allowed
+    values (an enum member or its exact string is accepted; nothing is coerced)."""
+    allowed = [m.value for m in enum]
+    if isinstance(value, str) and value in allowed:
+        return str(value)
+    raise ValueError(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
+
+
+TURN_OUTCOMES: Final[tuple[str, ...]] = tuple(o.value for o in TurnOutcome)
 
 
 @attrs.frozen
@@ -87,10 +119,16 @@ class Task:
     goal: str | None = None  # the goal text of a goal task (INJ-3 prepends to it)
     interrupted_reason: str | None = None  # CTL-2 cancel reason, ATT-2 ledger
     auto_resume_count: int = 0  # ATT-2 platform requeues so far
+    repo_url: str | None = None  # additive: the repository a task works on (SCH-6)
+    # additive: auto_resume_count at the last manual retry; ledger rows up to it are stale
+    # for the resume preamble (ATT-4: the preamble follows only a platform requeue)
+    retried_after_attempt: int | None = None
 
 
 @attrs.frozen
 class Environment:
+    """A project's environment: name, branch and status (each may be unknown)."""
+
     name: str | None = None
     branch: str | None = None
     status: str | None = None
@@ -98,6 +136,8 @@ class Environment:
 
 @attrs.frozen
 class Project:
+    """A project: id, name, bound repository (if any) and environment (if any)."""
+
     id: str
     name: str = ""
     repo_url: str | None = None
@@ -106,6 +146,8 @@ class Project:
 
 @attrs.frozen
 class PermissionGrant:
+    """The permissions (`read`, `create_task`, `approve_merge`) a user holds on a project."""
+
     user: str
     project: str
     grants: tuple[str, ...] = ()
@@ -113,6 +155,8 @@ class PermissionGrant:
 
 @attrs.frozen
 class Todo:
+    """One todo of a project's list (TOD): title, status, priority, due time, linked task."""
+
     id: str
     project_id: str
     title: str = ""
@@ -128,6 +172,9 @@ class Todo:
 
 @attrs.frozen
 class Automation:
+    """An automation definition (AUT, SCH): a prompt run every `interval_seconds` from
+    `first_run_at` (or once), optionally bound to a task; `status` active, paused or deleted."""
+
     id: str
     project_id: str
     name: str
@@ -149,6 +196,8 @@ class Automation:
 
 @attrs.frozen
 class CostRow:
+    """One cost row of a task's round: `usd` (None = unpriced), tokens, estimated or actual."""
+
     task_id: str
     round: int
     usd: float | None = None
@@ -159,6 +208,8 @@ class CostRow:
 
 @attrs.frozen
 class Quota:
+    """A user's spending quota: `total_usd` None = explicitly unlimited (DOM-7), `used_usd`."""
+
     user: str
     total_usd: float | None = None  # None = explicitly unlimited (DOM-7)
     used_usd: float = 0.0
@@ -242,3 +293,11 @@ class Followup:
 
     task_id: str
     text: str
+    consumed: bool = False  # additive: taken by take_followups (a worker read it)
+
+
+def refuse_bad_status(kind: str, status: object, allowed: tuple[str, ...]) -> None:
+    """TRN-10: stores refuse a status outside its enumeration at write time (ValueError
+    naming the allowed values), so every stored world dumps and reloads."""
+    if not (isinstance(status, str) and status in allowed):
+        raise ValueError(f"{kind} status must be one of {', '.join(allowed)}; got {status!r}")

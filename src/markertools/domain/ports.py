@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -60,12 +61,17 @@ class KillResult:
 
 @attrs.frozen
 class FileListing:
+    """A task-files directory listing (FIL-3): the first entries, and how many were left out."""
+
     entries: tuple[str, ...]  # first 50 names sorted, directories with a trailing "/"
     omitted: int  # entries left out
 
 
 @attrs.frozen
 class FileText:
+    """A task-files read (FIL-4): the text (at most the requested code points), whether it
+    was truncated, and the file's size when known."""
+
     path: str
     text: str  # at most the requested code points
     truncated: bool
@@ -75,6 +81,8 @@ class FileText:
 
 @attrs.frozen
 class FileRefused:
+    """A task-files read or listing refused, with the catalogue message `reason`."""
+
     reason: Msg
 
 
@@ -110,6 +118,8 @@ class AutomationNameTaken(Exception):
 
 @runtime_checkable
 class Clock(Protocol):
+    """Port: the current time and sleeping (DOM-5); tests pass a virtual clock."""
+
     def now(self) -> float:
         """Epoch seconds, UTC (DOM-5)."""
         ...
@@ -121,12 +131,16 @@ class Clock(Protocol):
 
 @runtime_checkable
 class RandomSource(Protocol):
+    """Port: randomness for nonces (INJ-7) and generated ids; tests pass a seeded one."""
+
     def token_hex(self, nbytes: int) -> str:
         """`2*nbytes` lowercase hex characters (nonces INJ-7, generated ids)."""
         ...
 
 
 class TaskStore(Protocol):
+    """Port: the task table - reads, lineage walks, inserts and compare-and-set transitions."""
+
     def get_task(self, task_id: str) -> Task | None: ...
 
     def get_tasks(self, task_ids: Sequence[str]) -> Mapping[str, Task]:
@@ -166,6 +180,8 @@ class TaskStore(Protocol):
 
 
 class TodoStore(Protocol):
+    """Port: a project's todo list - reads, listing, inserts and compare-and-set updates."""
+
     def get_todo(self, todo_id: str) -> Todo | None: ...
 
     def list_todos(
@@ -214,10 +230,14 @@ class AutomationStore(Protocol):
 
 
 class ProjectLookup(Protocol):
+    """Port: a project by id (None when there is no such project)."""
+
     def get_project(self, project_id: str) -> Project | None: ...
 
 
 class CostLookup(Protocol):
+    """Port: a task's cost rows, a user's quota and unpriced tokens (COS, QUO)."""
+
     def task_costs(self, task_id: str) -> tuple[CostRow, ...]: ...
 
     def get_quota(self, user: str) -> Quota | None: ...
@@ -229,6 +249,8 @@ class CostLookup(Protocol):
 
 
 class AttemptLedger(Protocol):
+    """Port: the attempts ledger of platform restarts (ATT-1..5)."""
+
     def requeue_platform(
         self, task_id: str, expected_status: str, kind: str, checkpoint_round: int, now: float
     ) -> RequeueResult:
@@ -249,22 +271,31 @@ class AttemptLedger(Protocol):
 
 
 class AuditLog(Protocol):
+    """Port: the audit log; delivery writes one record per executed or rejected block
+    and per discarded turn (TRN-3, TRN-7)."""
+
     def record_audit(self, record: AuditRecord) -> None: ...
 
 
 class FollowupQueue(Protocol):
+    """Port: the queue of follow-up messages, each a task's next turn input."""
+
     def enqueue_followup(self, task_id: str, text: str) -> None:
         """Queue `text` as the task's next turn input, after those already queued."""
         ...
 
 
 class PermissionLookup(Protocol):
+    """Port: may this user do this on this project (DOM-6)? Raising = a failed lookup."""
+
     def has_permission(self, user: str | None, project_id: str, permission: str) -> bool:
         """DOM-6. May raise: callers treat a failure per GAT-2 / GAT-4."""
         ...
 
 
 class TaskExecutor(Protocol):
+    """Port: stops a task's processes on cancel (CTL-2): process group, container, cloud run."""
+
     def kill(self, task: Task) -> KillResult:
         """Kill the task's process group or container (CTL-2). No live process is not an
         error (signalled=False). Raises when the kill itself failed."""
@@ -290,6 +321,83 @@ class ChangeWaiter(Protocol):
         ...
 
 
+class DeliveryJournal(Protocol):
+    """TRN-9: what delivery records so a turn delivered again (same sender and turn id)
+    applies each block's effect at most once: one row per (sender, turn id, position),
+    opaque JSON text the delivery loop writes and reads back (`markertools.deliver.codec`).
+    Positions: 0.. the blocks in execution order, -1 the queued report, -2 the finished
+    delivery's report. Three methods are all a store needs."""
+
+    def block_entries(self, sender: str, turn_id: str) -> Mapping[int, str]:
+        """Position -> stored row of everything already recorded for this turn."""
+        ...
+
+    def record_block(self, sender: str, turn_id: str, position: int, entry: str) -> None:
+        """Store a row (a second write for the same key keeps the first); inside
+        `atomic()` it commits with the block's effect."""
+        ...
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """One transaction around a block's effect and its `record_block`: both happen
+        or neither (a store without transactions may make this a no-op)."""
+        ...
+
+
+class TaskClaimer(Protocol):
+    """The worker loop: take the next queued task of a project (oldest first)."""
+
+    def claim_next_task(self, project_id: str, host: str) -> Task | None:
+        """Compare-and-set the oldest queued task of `project_id` to running on `host`
+        and return it; None when none is queued. Two hosts never claim one task."""
+        ...
+
+
+class FollowupTaker(Protocol):
+    """Port (worker side): take a task's queued follow-ups, each exactly once."""
+
+    def take_followups(self, task_id: str) -> tuple[str, ...]:
+        """The task's queued follow-ups, in queue order, marked consumed atomically (a
+        second call returns only those queued since)."""
+        ...
+
+
+class AutomationAdmin(Protocol):
+    """SCH-7: managing automations."""
+
+    def list_automations(self, project_id: str | None) -> tuple[Automation, ...]:
+        """The automations of a project (None: of every project)."""
+        ...
+
+    def set_automation_status(
+        self, automation_id: str, expected_status: str, status: str
+    ) -> Automation | None:
+        """Compare-and-set the automation's status; None when missing or changed."""
+        ...
+
+    def update_automation(
+        self, automation_id: str, changes: Mapping[str, object]
+    ) -> Automation | None:
+        """Change prompt / interval / first run / once, keeping SCH-1..3 consistent;
+        None when the automation does not exist."""
+        ...
+
+
+class RecordWriter(Protocol):
+    """Incremental writers for an existing store (projects, permissions, quotas, costs)."""
+
+    def put_project(self, project: Project) -> None: ...
+
+    def set_permissions(self, user: str, project_id: str, grants: Collection[str]) -> None: ...
+
+    def put_quota(self, quota: Quota) -> None: ...
+
+    def charge_quota(self, user: str, usd: float) -> Quota | None:
+        """Add `usd` to the user's spent amount; None when the user has no quota."""
+        ...
+
+    def record_cost(self, row: CostRow) -> None: ...
+
+
 @attrs.frozen
 class Ports:
     """Everything delivery may touch. One adapter object may fill several fields."""
@@ -308,3 +416,4 @@ class Ports:
     random: RandomSource
     files: TaskFiles | None = None  # None: task-files reports that no resolver is configured
     waiter: ChangeWaiter | None = None  # None: poll/wait sleep on the clock
+    journal: DeliveryJournal | None = None  # None: a turn id can not be honoured (TRN-9)

@@ -89,24 +89,37 @@ def _opt_str(value: object) -> bool:
     return value is None or isinstance(value, str)
 
 
+def _missing(value: object) -> bool:
+    return value is None
+
+
 def checked_attempt(row: object) -> Attempt | None:
-    """ATT-3: `row` when it is a well-formed ledger row, else None. Never raises."""
+    """ATT-3: `row` when it is a well-formed ledger row, else None. Never raises.
+
+    A field that is merely missing (None: a legacy or hand-written row without a
+    checkpoint round, an attempt number or a time) keeps the row: the preamble shows the
+    placeholder (`?` / `未知`) for it instead of dropping the notice. A value of the
+    wrong type is malformed."""
     try:
         if not isinstance(row, Attempt):
             return None
         created = row.created_at
         well_formed = (
             isinstance(row.task_id, str)
-            and _is_int(row.attempt_no)
-            and row.attempt_no >= 1
+            and (_missing(row.attempt_no) or (_is_int(row.attempt_no) and row.attempt_no >= 1))
             and row.kind in ATTEMPT_KINDS
             and _opt_str(row.interrupted_reason)
-            and _is_int(row.checkpoint_round)
+            and (_missing(row.checkpoint_round) or _is_int(row.checkpoint_round))
             and _opt_str(row.result_text)
             and _opt_str(row.error_text)
-            and isinstance(created, int | float)
-            and not isinstance(created, bool)
-            and math.isfinite(created)
+            and (
+                _missing(created)
+                or (
+                    isinstance(created, int | float)
+                    and not isinstance(created, bool)
+                    and math.isfinite(created)
+                )
+            )
         )
         return row if well_formed else None
     except Exception:
@@ -126,6 +139,18 @@ def _framed_record(
     return frame_data(shown, label, random, locale).text
 
 
+def preamble_applies(attempt: Attempt | None, task: Task) -> bool:
+    """ATT-4: `attempt` (the task's latest ledger row) is the platform requeue this claim
+    follows - not a row older than the task's last manual retry, which records nothing in
+    the ledger (ATT-2) and would otherwise bring back a stale restart preamble."""
+    if attempt is None or attempt.task_id != task.id:
+        return False
+    retried = task.retried_after_attempt
+    if retried is None:
+        return True
+    return _is_int(attempt.attempt_no) and attempt.attempt_no > retried
+
+
 def resume_preamble(
     attempt: Attempt | None, random: RandomSource, locale: str = "en"
 ) -> str | None:
@@ -140,10 +165,14 @@ def resume_preamble(
         if row.interrupted_reason and row.interrupted_reason.strip()
         else msg("attempts.reason_unrecorded")
     )
+    unknown = msg("attempts.missing")  # ATT-3: a missing field shows the placeholder
+    number: Msg | int = row.attempt_no if _is_int(row.attempt_no) else unknown
+    following: Msg | int = row.attempt_no + 1 if _is_int(row.attempt_no) else unknown
+    checkpoint: Msg | int = row.checkpoint_round if _is_int(row.checkpoint_round) else unknown
     parts = [
         msg("attempts.preamble_header").render(locale),
-        msg("attempts.preamble_restart", n=row.attempt_no, next=row.attempt_no + 1).render(locale),
-        msg("attempts.preamble_reason", reason=reason, round=row.checkpoint_round).render(locale),
+        msg("attempts.preamble_restart", n=number, next=following).render(locale),
+        msg("attempts.preamble_reason", reason=reason, round=checkpoint).render(locale),
     ]
     output = _framed_record(row.result_text, "attempts.label_output", random, locale)
     error = _framed_record(row.error_text, "attempts.label_error", random, locale)

@@ -11,10 +11,12 @@
 #   Rule 3 (INJ-3/4/5): coordinators get nothing; goal tasks get only the project context,
 #           which is also prepended to the goal; a failed or empty lookup (LookupFailed /
 #           None) drops its section and nothing else.
-#   Rule 4 (INJ-7): todo titles (written by tasks) and previous attempt output appear only
-#           inside data framing; one-line fields are flattened so they cannot start lines;
-#           each injected section (not the caller's memory, not the original prompt) is
-#           also checked with `render.inert`, so none holds a marker block.
+#   Rule 4 (INJ-7): todo titles (written by tasks), memory snippets (usually written by a
+#           model) and previous attempt output appear only inside data framing; one-line
+#           fields are flattened so they cannot start lines; each injected section (not
+#           the original prompt) is also checked with `render.inert`, so none holds a
+#           marker block. Only a caller that vouches for its snippets
+#           (`InjectionInputs.memory_trusted`) gets them pasted verbatim, unchecked.
 #   Rule 5: nothing is written back: inputs are never mutated; the result is a new value.
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from markertools.domain.model import (
     is_goal_task,
 )
 from markertools.domain.ports import RandomSource, TodoListing
-from markertools.inject.attempts import one_line, resume_preamble
+from markertools.inject.attempts import one_line, preamble_applies, resume_preamble
 from markertools.inject.framing import frame_data
 from markertools.inject.inert import inert
 from markertools.text.msg import Msg, msg
@@ -67,6 +69,7 @@ class InjectionInputs:
     todos: TodoListing | LookupFailed | None = None
     memory: tuple[str, ...] = ()
     attempt: Attempt | None = None
+    memory_trusted: bool = False  # the caller vouches for `memory`: pasted verbatim
 
 
 @attrs.frozen
@@ -153,13 +156,32 @@ def todos_section(listing: TodoListing, random: RandomSource, locale: str = "en"
     )
 
 
-def memory_section(snippets: Sequence[str], locale: str = "en") -> str | None:
-    """Caller-supplied memory snippets, verbatim, under a header; None when there are none.
-    The caller vouches for them: they are not framed as data."""
+def memory_section(
+    snippets: Sequence[str],
+    locale: str = "en",
+    *,
+    random: RandomSource | None = None,
+    trusted: bool = False,
+) -> str | None:
+    """Caller-supplied memory snippets under a header; None when there are none.
+
+    By default (INJ-7) the snippets, separated by blank lines, are framed as data with a
+    nonce from `random` - agent memories are usually written by a model. With
+    `trusted=True` (the caller vouches for every snippet) they are pasted verbatim.
+
+    Raises:
+        ValueError: untrusted snippets without a `random` source to frame them with.
+    """
     kept = [s.strip("\n") for s in snippets if isinstance(s, str) and s.strip()]
     if not kept:
         return None
-    return msg("inject.memory_header").render(locale) + "\n" + SECTION_SEP.join(kept)
+    header = msg("inject.memory_header")
+    joined = SECTION_SEP.join(kept)
+    if trusted:
+        return header.render(locale) + "\n" + joined
+    if random is None:
+        raise ValueError("untrusted memory snippets need a random source to be framed (INJ-7)")
+    return header.render(locale) + "\n" + frame_data(joined, header, random, locale).text
 
 
 def _prepend(sections: Sequence[str], original: str) -> str:
@@ -205,7 +227,11 @@ def assemble_first_turn(
             names.append("todos")
             texts.append(todo_text)
 
-    memory_text = memory_section(inputs.memory, locale)
+    memory_text = memory_section(
+        inputs.memory, locale, random=random, trusted=inputs.memory_trusted
+    )
+    if memory_text is not None and not inputs.memory_trusted:
+        memory_text = inert(memory_text)
     if memory_text is not None:
         names.append("memory")
         texts.append(memory_text)
@@ -213,7 +239,7 @@ def assemble_first_turn(
     if not goal_task:
         if inputs.start != "fresh":
             notes.append(msg("inject.note_retry_no_preamble"))
-        elif inputs.attempt is not None and inputs.attempt.task_id == task.id:
+        elif preamble_applies(inputs.attempt, task):
             preamble = resume_preamble(inputs.attempt, random, locale)
             preamble = inert(preamble) if preamble is not None else None
             if preamble is not None:

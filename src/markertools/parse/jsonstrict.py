@@ -86,12 +86,36 @@ _DECODER: Final = json.JSONDecoder(
 )
 # the C scanner behind `decode` (hooks included), called without decode's two frames
 _SCAN_ONCE: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
+# The same decoder without the number hooks (a Python call per number): used when no
+# number literal can need them - no run of 31+ digits (an integer of more than 30
+# digits, or a float mantissa that long) and no exponent of 3+ digits (the only ways a
+# float literal overflows to infinity). Strings may trip the check too: then the
+# hooked decoder runs, which is always exact.
+_PLAIN_DECODER: Final = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_parse_constant)
+_PLAIN_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _PLAIN_DECODER.scan_once  # type: ignore[attr-defined]
+_LONG_DIGITS = re.compile(r"[0-9]{31}")
+_LONG_EXPONENT = re.compile(r"[eE][+-]?[0-9]{3}")
+_DENSE: Final[int] = 64  # at least one "," per 64 characters
+# one nesting level: a bracket pair with no bracket inside (strings already removed)
+_INNERMOST = re.compile(r"\[[^\[\]{}]*\]|\{[^\[\]{}]*\}")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _JSON_WS: Final = " \t\n\r"
 
 
 def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
     """Whether arrays/objects nest deeper than `limit` (brackets inside strings ignored)."""
     if text.count("[") + text.count("{") <= limit:
+        return False
+    # C-speed first: each pass removes the innermost bracket pairs, so balanced text of
+    # depth d is empty of brackets after d passes. Reduced within `limit` passes: not too
+    # deep (the exact scan below would agree: for balanced text it counts the same
+    # depth). Otherwise (deeper, unbalanced, an unclosed string) the exact scan decides.
+    reduced = _STRING.sub("", text)
+    for _ in range(limit):
+        reduced, count = _INNERMOST.subn("", reduced)
+        if not count:
+            break
+    if "[" not in reduced and "{" not in reduced and "]" not in reduced and "}" not in reduced:
         return False
     depth = 0
     for match in _DEPTH_TOKENS.finditer(text):
@@ -144,7 +168,14 @@ def loads_object(body: str) -> dict[str, Any] | JsonRefusal:
         # `_DECODER.decode` without its two Python frames; on any error it runs to
         # raise exactly the error json would
         try:
-            value, end = _SCAN_ONCE(body, len(body) - len(body.lstrip(_JSON_WS)))
+            scan = _SCAN_ONCE
+            # the two searches cost a few ns per character, a hook call ~0.1 us per
+            # number: worth it only for dense data (many values per byte)
+            if body.count(",") * _DENSE > len(body) and not (
+                _LONG_DIGITS.search(body) or _LONG_EXPONENT.search(body)
+            ):
+                scan = _PLAIN_SCAN
+            value, end = scan(body, len(body) - len(body.lstrip(_JSON_WS)))
         except StopIteration:
             value, end = _DECODER.decode(body), len(body)
         if end != len(body) and body[end:].strip(_JSON_WS):

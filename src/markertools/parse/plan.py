@@ -42,6 +42,9 @@ class BlockIssue:
 
 @attrs.frozen
 class TurnPlan:
+    """The plan of one turn: its valid commands in execution order (TRN-1) and every
+    skipped, ignored or near-miss block as an issue, in order of appearance."""
+
     commands: tuple[Command, ...] = ()
     issues: tuple[BlockIssue, ...] = ()
     # VAL-8: the `name` of every task-create block that is NOT a command (skipped or

@@ -31,7 +31,7 @@ from markertools.parse.kindspec import (
 )
 from markertools.parse.params import Params
 from markertools.parse.validate_fast import fast_params
-from markertools.text.inline import shown
+from markertools.text.inline import shown, shown_list
 from markertools.text.msg import Msg, msg
 
 EPOCH_MIN: Final[float] = -62135596800.0  # 0001-01-01T00:00:00Z
@@ -178,31 +178,34 @@ def _ref_list(spelling: str, field: FieldSpec, value: object, work: _Work) -> tu
         raise _type_error(spelling, field, value)
     if not value:
         raise _Skip(msg("parse.field.empty_list", field=spelling, exp=expected(field)))
+    # TRN-12: linear in the list (a set answers "seen?"; a 40,000-id list was quadratic
+    # with membership tests on the list), and the notes name at most LIST_SHOWN ids
+    seen: set[str] = set()
     unique: list[str] = []
     duplicates: list[str] = []
     for index, item in enumerate(value):
-        where = f"{spelling}[{index}]"
         if not isinstance(item, str):
+            where = f"{spelling}[{index}]"
             raise _Skip(
                 msg("parse.field.type", field=where, got=_got(item), exp=msg("parse.exp.ref"))
             )
         if not item.strip():
+            where = f"{spelling}[{index}]"
             raise _Skip(msg("parse.field.blank", field=where, exp=msg("parse.exp.ref")))
-        (duplicates if item in unique else unique).append(item)
+        if item in seen:
+            duplicates.append(item)
+        else:
+            seen.add(item)
+            unique.append(item)
     if duplicates:
         work.extra_notes.append(
-            msg("parse.note.duplicates", field=spelling, ids=tuple(shown(i) for i in duplicates))
+            msg("parse.note.duplicates", field=spelling, ids=shown_list(duplicates))
         )
     keep = field.max_items if field.max_items is not None else len(unique)
     if len(unique) > keep:
         work.values["dropped_task_ids"] = tuple(unique[keep:])
         work.extra_notes.append(
-            msg(
-                "parse.note.dropped",
-                field=spelling,
-                max=keep,
-                ids=tuple(shown(i) for i in unique[keep:]),
-            )
+            msg("parse.note.dropped", field=spelling, max=keep, ids=shown_list(unique[keep:]))
         )
     return tuple(unique[:keep])
 
@@ -336,9 +339,7 @@ def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
         ignored = tuple(body)
         if not ignored:
             return Validated(kind.params(ignored_fields=ignored))
-        note = msg(
-            "parse.note.ignored_fields", kind=kind.name, fields=tuple(shown(f) for f in ignored)
-        )
+        note = msg("parse.note.ignored_fields", kind=kind.name, fields=shown_list(ignored))
         return Validated(kind.params(ignored_fields=ignored), (note,))
     plan = _plan(kind)
     work = _Work()
@@ -368,7 +369,7 @@ def _validate_object(kind: KindSpec, body: dict[str, Any]) -> Validated:
             msg(
                 "parse.note.unknown_fields",
                 kind=kind.name,
-                fields=tuple(shown(f) for f in unknown),
+                fields=shown_list(unknown),
             )
         )
     if plan.filter_args:
@@ -384,6 +385,7 @@ def _missing(kind: KindSpec, field: FieldSpec, body: dict[str, Any]) -> Msg:
     if unknown:
         return msg(
             "parse.field.missing_with_unknown",
-            field=field.name, spellings=spellings, exp=expected(field), unknown=unknown,
+            field=field.name, spellings=spellings, exp=expected(field),
+            unknown=shown_list(unknown),
         )  # fmt: skip
     return msg("parse.field.missing", field=field.name, spellings=spellings, exp=expected(field))

@@ -98,11 +98,13 @@ def structure_host(fields: dict[str, object]) -> HostSettings:
 
 
 def proposal_to_json(proposal: Proposal) -> dict[str, Any]:
+    """The JSON form of a validated proposal (camelCase keys, as read)."""
     out: dict[str, Any] = CONVERTER.unstructure(proposal)
     return out
 
 
 def run_to_json(state: RunState) -> dict[str, Any]:
+    """The JSON form of a run state (what the plan store writes)."""
     out: dict[str, Any] = CONVERTER.unstructure(state)
     return out
 
@@ -113,10 +115,16 @@ def run_from_json(value: Any) -> RunState:
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
+    """The JSON form of an event, tagged with its type."""
     out: dict[str, Any] = CONVERTER.unstructure(event, Event)
     return out
 
 
 def event_from_json(value: Any) -> Event:
+    """The event `event_to_json` wrote.
+
+    Raises:
+        cattrs' ClassValidationError (a ValueError): `value` is not such an event.
+    """
     result: Event = CONVERTER.structure(value, Event)  # type: ignore[arg-type]
     return result

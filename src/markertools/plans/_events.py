@@ -22,6 +22,8 @@ NotifyOutcome = Literal["delivered", "failed", "offline"]
 
 @attrs.frozen
 class StartRun:
+    """Event: start the confirmed run."""
+
     event_id: str
 
 
@@ -35,6 +37,8 @@ class Launch:
 
 @attrs.frozen
 class TurnStarted:
+    """Event: a role's turn started on the backend (thread and turn ids when known)."""
+
     event_id: str
     role: str
     thread_id: str | None = None
@@ -74,6 +78,8 @@ class Finish:
 
 @attrs.frozen
 class DecisionTimeout:
+    """Event: a pending decision of `role` waited too long (a reminder is due)."""
+
     event_id: str
     role: str
     decision_id: str
@@ -81,12 +87,16 @@ class DecisionTimeout:
 
 @attrs.frozen
 class QuotaObserved:
+    """Event: the backend's rate-limit windows as last observed."""
+
     event_id: str
     windows: tuple[QuotaWindow, ...] = ()
 
 
 @attrs.frozen
 class Pause:
+    """Event: pause the run (live turns end first; nothing new starts)."""
+
     event_id: str
 
 
@@ -100,6 +110,8 @@ class Resume:
 
 @attrs.frozen
 class Cancel:
+    """Event: cancel the run (every live role is stopped)."""
+
     event_id: str
 
 
@@ -198,21 +210,29 @@ Event = (
 
 @attrs.frozen
 class Applied:
+    """Outcome: the event changed the run (`note` says more when it matters)."""
+
     note: Msg | None = None  # e.g. "the run paused: turn limit reached"
 
 
 @attrs.frozen
 class Duplicate:
+    """Outcome: an event with this id was applied before; nothing changed."""
+
     event_id: str
 
 
 @attrs.frozen
 class Dropped:
+    """Outcome: the event no longer applies (e.g. for a role that finished) and was dropped."""
+
     reason: Msg
 
 
 @attrs.frozen
 class Refused:
+    """Outcome: the event is not allowed in this state; `reason` says why."""
+
     reason: Msg
 
 

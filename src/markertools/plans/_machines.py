@@ -59,11 +59,15 @@ class Machine:
 
 @attrs.frozen
 class Moved:
+    """A legal transition, to the state `to`."""
+
     to: str
 
 
 @attrs.frozen
 class Illegal:
+    """A transition the state machine refuses, with the reason."""
+
     reason: Msg
 
 

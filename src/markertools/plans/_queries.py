@@ -58,6 +58,8 @@ def launchable(
 
 
 def launch_payload(state: RunState, name: str) -> LaunchPayload | None:
+    """What to send when `name` launches: its thread request and first instruction
+    (predecessors' conclusions framed as data), or None unless the role is starting."""
     role = state.role(name)
     spec = state.proposal.role(name)
     if role is None or spec is None or role.status != "starting":

@@ -21,6 +21,8 @@ from markertools.plans._model import QuotaPolicy
 
 @attrs.frozen
 class QuotaWindow:
+    """One rate-limit window: percent left, its bucket and length when known."""
+
     left_percent: float
     bucket: str | None = None
     window_minutes: int | None = None
@@ -28,17 +30,23 @@ class QuotaWindow:
 
 @attrs.frozen
 class QuotaOk:
+    """Quota verdict: below the stop threshold (or no threshold); new turns may start."""
+
     pass
 
 
 @attrs.frozen
 class QuotaStop:
+    """Quota verdict: `window` is at or below `threshold` percent left; no new turn."""
+
     window: QuotaWindow
     threshold: float
 
 
 @attrs.frozen
 class QuotaUnobserved:
+    """Quota verdict: the window the policy watches was never observed (unknown)."""
+
     bucket: str | None
     window_minutes: int | None
 
@@ -53,6 +61,8 @@ def _matches(policy: QuotaPolicy, w: QuotaWindow) -> bool:
 
 
 def quota_verdict(policy: QuotaPolicy, windows: tuple[QuotaWindow, ...]) -> QuotaVerdict:
+    """Whether `windows` allow a new turn under `policy` (QuotaOk / QuotaStop /
+    QuotaUnobserved)."""
     threshold = policy.stop_at_left_percent
     if threshold is None:
         return QuotaOk()

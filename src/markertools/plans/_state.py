@@ -45,12 +45,17 @@ DECISION_NOTICES: Final[frozenset[str]] = frozenset({"decision", "reminder"})
 
 @attrs.frozen
 class Alert:
+    """A message for the decider, with the time it was raised."""
+
     at: float
     message: Msg
 
 
 @attrs.frozen
 class RoleRun:
+    """One role's progress in a run: status, turns, the instruction to send next and
+    the one in flight, its thread, conclusion and per-role overrides."""
+
     name: str
     status: RoleStatus = "queued"
     turns: int = 0
@@ -101,6 +106,9 @@ class Confirmation:
 
 @attrs.frozen
 class RunState:
+    """The whole state of one orchestration run: its proposal, every role's RoleRun,
+    pending decisions, alerts and settings; changed only by `apply` (pure)."""
+
     run_id: str
     proposal: Proposal
     roles: tuple[RoleRun, ...]

@@ -56,6 +56,8 @@ from markertools.text.msg import msg
 
 @attrs.frozen
 class Step:
+    """What `apply` returns: the new run state and the event's outcome."""
+
     state: RunState
     outcome: Outcome
 

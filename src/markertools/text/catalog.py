@@ -19,6 +19,7 @@ from markertools.text import (
     messages_parse,
     messages_plans,
     messages_read,
+    messages_schedule,
     messages_tasks,
     messages_todos,
 )
@@ -35,6 +36,7 @@ _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
     messages_inject.MESSAGES,
     messages_attempts.MESSAGES,
     messages_plans.MESSAGES,
+    messages_schedule.MESSAGES,
 )
 
 

@@ -6,7 +6,14 @@
 # never start a line of its own (and so never open a fence) in the text it is put into.
 from __future__ import annotations
 
-from typing import overload
+from collections.abc import Sequence
+from typing import Final, overload
+
+from markertools.text.msg import MsgArg, msg
+
+# TRN-12: a reason names at most this many items of a list the agent wrote (ids, field
+# names); the rest are counted ("and N more"), so a reason's size never grows with a body.
+LIST_SHOWN: Final[int] = 10
 
 
 @overload
@@ -29,3 +36,14 @@ def shown(text: str | None, limit: int = 120) -> str | None:
         else:
             out.append(ch)
     return "".join(out) + ("…" if len(text) > limit else "")
+
+
+def shown_list(
+    items: Sequence[str], limit: int = LIST_SHOWN, each: int = 120
+) -> tuple[MsgArg, ...]:
+    """The first `limit` items `shown` (each cut to `each` code points), then "and N
+    more" when there are more: a list in a reason stays bounded (TRN-12)."""
+    out: list[MsgArg] = [shown(item, each) for item in items[:limit]]
+    if len(items) > limit:
+        out.append(msg("common.and_more", n=len(items) - limit))
+    return tuple(out)

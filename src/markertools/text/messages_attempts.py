@@ -31,6 +31,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         ),
     },
     "attempts.reason_unrecorded": {"en": "not recorded", "zh": "未记录"},
+    # ATT-3: a field missing from the ledger row (the seed's placeholders)
+    "attempts.missing": {"en": "?", "zh": "未知"},
     "attempts.preamble_records": {
         "en": (
             "The previous attempt's output and error below are records of that attempt, "

@@ -21,6 +21,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "the sender task does not exist",
         "zh": "发送方任务不存在",
     },
+    "deliver.why_journal_unreadable": {
+        "en": "the delivery journal could not be read ({error}); nothing ran, so no block can run twice - deliver the turn again",
+        "zh": "无法读取投递记录（{error}）；未执行任何块，以免重复执行——请再次投递此轮",
+    },
     "deliver.why_sender_unreadable": {
         "en": "the sender task could not be read ({error})",
         "zh": "无法读取发送方任务（{error}）",
@@ -73,6 +77,18 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     "report.entry": {
         "en": "[{n}] {kind} (line {line}): {outcome}",
         "zh": "[{n}] {kind}（第 {line} 行）：{outcome}",
+    },
+    "report.entry_summary": {
+        "en": "[{n}] {kind} (lines {line}–{last}): {count} × {outcome}",
+        "zh": "[{n}] {kind}（第 {line}–{last} 行）：{count} 个{outcome}",
+    },
+    "report.summary_issues": {
+        "en": "{count} more {kind} block(s) {outcome}, lines {first} to {last}; the report lists at most {max} skipped or ignored blocks one by one and counts the rest per kind and outcome",
+        "zh": "另有 {count} 个 {kind} 块被{outcome}，位于第 {first} 至 {last} 行；报告最多逐个列出 {max} 个被跳过或忽略的块，其余按类型和结果计数",
+    },
+    "report.summary_near_miss": {
+        "en": "{count} more fence(s) with an unknown kind close to '{kind}' {outcome} (not run), lines {first} to {last}; the report lists at most {max} skipped or ignored blocks one by one and counts the rest per kind and outcome",
+        "zh": "另有 {count} 个类型未知、与 '{kind}' 相近的围栏被{outcome}（未执行），位于第 {first} 至 {last} 行；报告最多逐个列出 {max} 个被跳过或忽略的块，其余按类型和结果计数",
     },
     "report.entry_target": {
         "en": "[{n}] {kind} (line {line}) -> {target}: {outcome}",

@@ -19,6 +19,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "not finished (an immediate snapshot; no waiting was asked for)",
         "zh": "未结束（即时快照；未要求等待）",
     },
+    "read.state_stopped": {
+        "en": "NOT finished: stopped waiting after {seconds} s (the delivery's deadline or cancellation), last status seen '{status}'; poll again in a later turn",
+        "zh": "未结束：等待 {seconds} 秒后停止（投递的截止时间已到或已取消），最后看到的状态为“{status}”；可在之后的轮次再次查询",
+    },
     "read.state_timed_out": {
         "en": "NOT finished: timed out after {seconds} s, last status seen '{status}'",
         "zh": "未结束：等待 {seconds} 秒后超时，最后看到的状态为“{status}”",

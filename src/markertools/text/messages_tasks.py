@@ -96,8 +96,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "其进程组或容器已被终止（{detail}）",
     },
     "tasks.kill_none": {
-        "en": "no live process was signalled; the executor said: {detail}",
-        "zh": "没有存活进程被终止；执行器的答复：{detail}",
+        "en": "nothing was signalled; the executor said: {detail}",
+        "zh": "没有发送终止信号；执行器的答复：{detail}",
     },
     "tasks.kill_none_plain": {
         "en": "no live process was signalled",

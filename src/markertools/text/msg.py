@@ -9,13 +9,21 @@
 #           a tuple argument is rendered item by item and joined with ", ").
 from __future__ import annotations
 
-from typing import Final, Literal, Union
+from enum import StrEnum
+from typing import Final, Union
 
 import attrs
 
-Locale = Literal["en", "zh"]
-LOCALES: Final[tuple[Locale, ...]] = ("en", "zh")
-DEFAULT_LOCALE: Final[Locale] = "en"
+
+class Locale(StrEnum):
+    """The report languages (INJ-6); equal to their strings."""
+
+    EN = "en"
+    ZH = "zh"
+
+
+LOCALES: Final[tuple[str, ...]] = ("en", "zh")
+DEFAULT_LOCALE: Final[str] = "en"
 
 MsgArg = Union[str, int, float, None, "Msg", tuple["MsgArg", ...]]
 

@@ -19,15 +19,23 @@ from markertools_adapters._sql._automations import (
     stored_next_run_at,
 )
 from markertools_adapters._sql._codec import RecordCodec, Tables, quote, text_value
-from markertools_adapters._sql._ddl import ACTIVE_NAME_INDEX, DUE_INDEX, LOOKUP_INDEXES
+from markertools_adapters._sql._ddl import (
+    ACTIVE_NAME_INDEX,
+    CLAIM_INDEX,
+    DUE_INDEX,
+    LOOKUP_INDEXES,
+)
 from markertools_adapters._sql._dialect import Database, Dialect, Executor, Statement
+from markertools_adapters._sql._journal import JournalMixin
 from markertools_adapters._sql._migrate import Step, apply_migration
 from markertools_adapters._sql._records import RecordsMixin
 from markertools_adapters._sql._rows import TaskRows, TodoRows, compare_and_set
+from markertools_adapters._sql._worker import WorkerMixin
 from markertools_adapters._sql._world import WORLD_TABLES, WorldMixin
 
 __all__ = [
     "ACTIVE_NAME_INDEX",
+    "CLAIM_INDEX",
     "DUE_INDEX",
     "LOOKUP_INDEXES",
     "WORLD_TABLES",
@@ -35,6 +43,7 @@ __all__ = [
     "Database",
     "Dialect",
     "Executor",
+    "JournalMixin",
     "RecordCodec",
     "RecordsMixin",
     "Statement",
@@ -42,6 +51,7 @@ __all__ = [
     "Tables",
     "TaskRows",
     "TodoRows",
+    "WorkerMixin",
     "WorldMixin",
     "active_name_clashes",
     "apply_migration",

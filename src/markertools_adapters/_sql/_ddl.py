@@ -34,3 +34,8 @@ ACTIVE_NAME_INDEX: Final[str] = (
     "CREATE UNIQUE INDEX automations_active_name ON automations (project_id, name)"
     " WHERE status = 'active'"
 )
+
+# ---- step 5 (both schemas): the worker loop ---------------------------------------------
+
+# claim_next_task: the oldest queued task of a project, in the order the claim reads it
+CLAIM_INDEX: Final[str] = "CREATE INDEX tasks_claim ON tasks (project_id, status, created_at, id)"

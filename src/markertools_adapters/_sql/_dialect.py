@@ -59,6 +59,10 @@ class Database(Protocol):
         """One read transaction: several statements see one snapshot."""
         ...
 
+    def atomic(self) -> AbstractContextManager[None]:
+        """One transaction around everything the store does in the block (TRN-9)."""
+        ...
+
     def update_one(
         self, update: Statement, reread: Statement, returning: str
     ) -> tuple[Any, ...] | None:
@@ -85,6 +89,9 @@ class Dialect:
     # (connection, statement, rows): one statement run for every row
     execute_many: Callable[[Any, str, Sequence[Sequence[object]]], None]
     lock_row: str = ""  # appended to a SELECT that is followed by a write of that row
+    # appended to the claim SELECT of a queue (claim_next_task): lock the row, skip rows
+    # other claimers hold (PostgreSQL); SQLite's BEGIN IMMEDIATE serialises writers already
+    skip_locked: str = ""
     text_in: Callable[[str], str] = _same  # Rule 2
     text_out: Callable[[str], str] | None = None  # None: stored text is the text
     table_suffix: str = ""  # after a CREATE TABLE's closing parenthesis (" STRICT")

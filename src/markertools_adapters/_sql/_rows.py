@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from markertools.domain.model import Task, Todo
+from markertools.domain.model import TASK_STATUSES, TODO_STATUSES, Task, Todo, refuse_bad_status
 from markertools_adapters._sql._codec import RecordCodec, Tables, quote
 from markertools_adapters._sql._dialect import Database, Statement
 
@@ -117,11 +117,14 @@ class TaskRows:
         return int(row[0]) if row is not None else 0
 
     def insert_task(self, task: Task) -> None:
+        refuse_bad_status("task", task.status, TASK_STATUSES)
         insert_new(self._db, self._tables.tasks, task, "task")
 
     def transition_task(
         self, task_id: str, expected_status: str, changes: Mapping[str, object]
     ) -> Task | None:
+        if "status" in changes:
+            refuse_bad_status("task", changes["status"], TASK_STATUSES)
         return compare_and_set(self._db, self._tables.tasks, task_id, expected_status, changes)
 
 
@@ -135,9 +138,12 @@ class TodoRows:
         return get_by_id(self._db, self._tables.todos, todo_id)
 
     def insert_todo(self, todo: Todo) -> None:
+        refuse_bad_status("todo", todo.status, TODO_STATUSES)
         insert_new(self._db, self._tables.todos, todo, "todo id")
 
     def update_todo(
         self, todo_id: str, expected_status: str, changes: Mapping[str, object]
     ) -> Todo | None:
+        if "status" in changes:
+            refuse_bad_status("todo", changes["status"], TODO_STATUSES)
         return compare_and_set(self._db, self._tables.todos, todo_id, expected_status, changes)

@@ -117,6 +117,7 @@ def _followup_row(tables: Tables, followup: Followup) -> tuple[object, ...]:
     return (
         t(text_value(followup.task_id, "task_id")),
         t(text_value(followup.text, "text")),
+        tables.dialect.bool_in(bool(followup.consumed)),
     )
 
 
@@ -143,7 +144,7 @@ def load_into(conn: Executor, tables: Tables, world: World) -> None:
         (tables.attempts.insert_sql, _encoded(world.attempts, tables.attempts.encode, _attempt)),
         (tables.audit.insert_sql, _encoded(world.audit, tables.audit.encode)),
         (
-            d.sql("INSERT INTO followups (task_id, text) VALUES (?, ?)"),
+            d.sql("INSERT INTO followups (task_id, text, consumed) VALUES (?, ?, ?)"),
             _encoded(world.followups, lambda f: _followup_row(tables, f)),
         ),
     ]
@@ -205,9 +206,9 @@ def export_from(conn: Executor, tables: Tables, now: float) -> World:
         for user, project in sorted(held)
     )
     followups = tuple(
-        Followup(task_id=text(task_id), text=text(body))
-        for task_id, body in conn.execute(
-            "SELECT task_id, text FROM followups ORDER BY seq"
+        Followup(task_id=text(task_id), text=text(body), consumed=bool(consumed))
+        for task_id, body, consumed in conn.execute(
+            "SELECT task_id, text, consumed FROM followups ORDER BY seq"
         ).fetchall()
     )
     return World(

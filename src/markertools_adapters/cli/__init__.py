@@ -1,63 +1,45 @@
-# Owns: the `markertools` console entry point. Importing this package registers every
-# command module on the typer app; `main` runs it and turns any unexpected error into
-# a one-line message with exit code 2 (never a traceback), click's usage errors included.
+"""The `markertools` command (docs/cli.md). It needs the `cli` extra
+(`pip install 'markertools[cli]'`): typer, rich, the SQLite store and platformdirs.
+
+`main()` is the console entry point (also `python -m markertools`); `app` is the typer
+application, loaded on first access so that importing this package costs nothing and
+`main()` can say which extra is missing instead of failing with an ImportError.
+"""
+
 from __future__ import annotations
 
 import sys
-from typing import Final
-
-import typer
-
-from markertools_adapters.cli import (  # noqa: F401  (imported to register commands)
-    cmd_codex,
-    cmd_deliver,
-    cmd_demo,
-    cmd_dots,
-    cmd_dots_serve,
-    cmd_guide,
-    cmd_parse,
-    cmd_plan,
-    cmd_prompt,
-    cmd_world,
-)
-from markertools_adapters.cli._app import UsageFailure, app
+from typing import Any
 
 __all__ = ["app", "main"]
 
-# click's base error class (typer may vendor its own click, so it is found through the
-# public typer.BadParameter rather than imported from `click`).
-_CLICK_ERROR: Final[type[Exception]] = next(
-    (c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"), typer.BadParameter
-)
+CLI_EXTRA_HINT = "pip install 'markertools[cli]'"
+# the top-level modules the `cli` extra provides: a missing one is an install problem
+_CLI_EXTRA_MODULES = frozenset({"typer", "click", "rich", "shellingham", "sqlite_utils"})
 
 
 def main() -> None:
-    """Run the CLI. Every error leaves as ONE stderr line and exit code 2 (docs/cli.md): a
-    library usage failure, a click usage error (unknown option, missing argument, bad
-    value: click would draw a multi-line box) and, as a last resort, any other error."""
+    """Run the `markertools` command with `sys.argv` and exit with its code: 0 success,
+    1 invalid input where docs/cli.md says so, 2 usage error or unreadable input (also:
+    the `cli` extra is not installed), 3 internal error."""
     try:
-        code = app(standalone_mode=False)
-    except _CLICK_ERROR as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":
-            sys.exit(2)  # a bare command group: click has already printed its help
-        _one_line(str(getattr(exc, "format_message", exc.__str__)()) + _help_hint(exc))
+        from markertools_adapters.cli._main import run
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in _CLI_EXTRA_MODULES:
+            raise
+        sys.stderr.write(
+            f"markertools: the command line needs the 'cli' extra ({exc.name} is not "
+            f"installed): {CLI_EXTRA_HINT}\n"
+        )
         sys.exit(2)
-    except typer.Abort:
-        _one_line("aborted")
-        sys.exit(130)
-    except UsageFailure as exc:
-        _one_line(str(exc) or "error")
-        sys.exit(2)
-    except Exception as exc:  # last resort: one line, never a traceback
-        _one_line(f"internal error: {type(exc).__name__}: {exc}")
-        sys.exit(2)
-    sys.exit(code if isinstance(code, int) else 0)
+    run()
 
 
-def _help_hint(exc: Exception) -> str:
-    ctx = getattr(exc, "ctx", None)
-    return f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+def __getattr__(name: str) -> Any:
+    """PEP 562: `app` (the typer application with every command registered)."""
+    if name == "app":
+        from markertools_adapters.cli._main import app, register
 
-
-def _one_line(message: str) -> None:
-    sys.stderr.write("markertools: " + (" ".join(message.split()) or "error") + "\n")
+        register(None)  # every command
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,8 +9,10 @@
 # Invariants:
 #   Rule 1: the listing JSON is exactly {"turns": [{"thread_id", "turn_id", "status",
 #           "blocks", "error"}], "problems": [{"line", "reason"}]}.
-#   Rule 2: an unreadable file, an unknown or ambiguous turn id, or no completed turn to
-#           deliver is a usage failure (exit 2, one line on stderr).
+#   Rule 2: an unreadable file, a file that holds no Codex record at all (every line a
+#           problem, or no line: the wrong file or format), an unknown or ambiguous turn
+#           id, or no completed turn to deliver is a usage failure (exit 2, one line on
+#           stderr, with the reason).
 #   Rule 3: the text listing shows ids, statuses, errors and problem reasons (all taken
 #           from the file) with control characters escaped (`\n`, `\x1b`): one turn or
 #           problem is always one line, and no escape sequence reaches the terminal.
@@ -47,11 +49,45 @@ def load_codex_transcript(events: Path | None, rollout: Path | None) -> CodexTra
         fail("give exactly one of --codex-events FILE or --codex-rollout FILE")
     try:
         if events is not None:
-            return read_app_server_events(events)
-        assert rollout is not None
-        return read_rollout(rollout)
+            transcript = read_app_server_events(events)
+        else:
+            assert rollout is not None
+            transcript = read_rollout(rollout)
     except CodexInputError as exc:
         fail(str(exc))
+    source = events if events is not None else rollout
+    assert source is not None
+    why = no_codex_records(transcript, source)
+    if why is not None:
+        option = "--codex-events" if events is not None else "--codex-rollout"
+        fail(f"{option} {source}: {why}")
+    return transcript
+
+
+def no_codex_records(transcript: CodexTranscript, source: Path) -> str | None:
+    """Why `source` holds no Codex record at all (Rule 2), or None when it holds one: a
+    turn, or a line that was not a problem. A compressed file is judged by its turns and
+    problems only (its lines are not counted again)."""
+    if transcript.turns:
+        return None
+    if source.suffix in (".zst", ".zstd"):
+        lines = len(transcript.problems) if transcript.problems else 0
+    else:
+        try:
+            with source.open("rb") as handle:
+                lines = sum(1 for line in handle if line.strip())
+        except OSError:
+            return None  # the reader read it; a second read failing is not this check's call
+    if lines == 0:
+        return "holds no Codex records (the file is empty)"
+    if len(transcript.problems) < lines:
+        return None
+    first = transcript.problems[0]
+    reason = display_name(" ".join(str(first.reason).split()), 200)
+    return (
+        f"holds no Codex records (none of its {lines} line(s) is one; line {first.line}: "
+        f"{reason}) - is it the right file and format?"
+    )
 
 
 def block_count(plan: TurnPlan) -> int:

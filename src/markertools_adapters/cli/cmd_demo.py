@@ -22,7 +22,8 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from markertools import deliver_turn
+from markertools import deliver_turn, fire_due_automations
+from markertools.deliver.automations_fire import FiredRun
 from markertools.deliver.report import DeliveryReport
 from markertools.text.msg import LOCALES
 from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
@@ -51,7 +52,17 @@ def demo_turn() -> str:
 def run_demo(
     *, locale: str = "en", keep: Path | None = None
 ) -> tuple[DeliveryReport, World, World]:
-    """Deliver the bundled turn on the bundled world; returns (report, before, after)."""
+    """Deliver the bundled turn on the bundled world, then fire the due automations;
+    returns (report, before, after)."""
+    report, before, after, _ = run_demo_with_automations(locale=locale, keep=keep)
+    return report, before, after
+
+
+def run_demo_with_automations(
+    *, locale: str = "en", keep: Path | None = None
+) -> tuple[DeliveryReport, World, World, tuple[FiredRun, ...]]:
+    """`run_demo` plus what `fire_due_automations` made of each due automation (SCH-6):
+    the automation the turn registers is due at once and fires after the delivery."""
     from markertools_adapters.sqlite import create_store_from_world
 
     if keep is not None and (keep.exists() or keep.is_symlink()):
@@ -65,11 +76,12 @@ def run_demo(
         report = deliver_turn(
             demo_turn(), sender=DEMO_SENDER, outcome="completed", ports=ports, locale=locale
         )
+        fired = fire_due_automations(ports, clock.now())
         after = store.export_world(clock.now())
         store.set_world_now(clock.now())
     finally:
         store.close()
-    return report, before, after
+    return report, before, after, fired
 
 
 def _intro(world: World) -> str:
@@ -84,7 +96,9 @@ def _intro(world: World) -> str:
         f"{DEMO_SENDER}'s lineage); the block with invalid JSON and the near-miss fence "
         "'Task-Cancel' are skipped with their reasons; the task-cancel inside a quote never "
         "runs and is not in the report; the 'IGNORE PREVIOUS INSTRUCTIONS' line that t-docs "
-        "wrote only ever appears inside data delimiters.\n"
+        "wrote only ever appears inside data delimiters. After the delivery, the "
+        "automation the turn registered is due and fires once: `markertools automations "
+        "fire` creates its task (SCH-6).\n"
     )
 
 
@@ -116,16 +130,23 @@ def demo_command(
     from markertools_adapters.cli.cmd_deliver import deliver_json, human_output
 
     try:
-        report, before, after = run_demo(locale=locale, keep=keep)
+        report, before, after, fired = run_demo_with_automations(locale=locale, keep=keep)
     except UsageFailure as exc:
         fail(str(exc))
+    from markertools_adapters.cli.cmd_automations import fired_json
+
     if as_json:
-        emit_json(deliver_json(report, after))
+        emit_json(
+            {**deliver_json(report, after), "automations_fired": [fired_json(r) for r in fired]}
+        )
         return
     sys.stdout.write(_intro(before) + "\n")
     sys.stdout.write(human_output(DEMO_SENDER, report, before, after) + "\n")
+    sys.stdout.write("\nAutomations fired after the delivery (markertools automations fire):\n")
+    for run in fired:
+        sys.stdout.write(f"  {run.automation_id}: {run.result}: {run.reason.render(locale)}\n")
     if keep is not None:
         sys.stdout.write(f"\nThe database is kept at {keep}: markertools world dump --db {keep}\n")
 
 
-__all__ = ["demo_command", "demo_turn", "demo_world", "run_demo"]
+__all__ = ["demo_command", "demo_turn", "demo_world", "run_demo", "run_demo_with_automations"]

@@ -12,6 +12,7 @@ import contextlib
 import json
 import signal
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -153,10 +154,11 @@ async def _terminal_loop(sup: Supervisor, notifier: QueueNotifier, run_id: str) 
                 _ask_line, "[r]esume, [c]ancel or [q]uit (the run stays paused)? "
             )
             choice = answer.strip().lower()[:1]
-            if choice == "r":
-                await _call(sup.control(owner=TERMINAL_OWNER, run_id=run_id, action="resume"))
-            elif choice == "c":
-                await _call(sup.control(owner=TERMINAL_OWNER, run_id=run_id, action="cancel"))
+            if choice in ("r", "c"):
+                action = "resume" if choice == "r" else "cancel"
+                await _call(
+                    partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=action)
+                )
             else:
                 return sup.status(owner=TERMINAL_OWNER, run_id=run_id)[0]
             continue
@@ -167,46 +169,41 @@ async def _terminal_loop(sup: Supervisor, notifier: QueueNotifier, run_id: str) 
         if current is None or (current.get("decision") or {}).get("id") != notice.decision_id:
             continue  # stale: a newer notice follows
         console.print(f"reply of {notice.role}: {notice.reply_head or '(no reply)'}")
-        answer = await asyncio.to_thread(
-            _ask_line, "[n]ext instruction, [f]inish with a conclusion, [p]ause, [c]ancel? "
-        )
-        choice = answer.strip().lower()[:1]
         assert notice.role is not None
-        if choice == "n":
-            text = await asyncio.to_thread(_ask_line, "instruction: ")
-            await _call(
-                sup.dispatch(
-                    owner=TERMINAL_OWNER,
-                    run_id=run_id,
-                    worker=notice.role,
-                    instruction=text,
-                    decision_id=notice.decision_id,
-                )
-            )
-        elif choice == "f":
-            text = await asyncio.to_thread(_ask_line, "conclusion: ")
-            await _call(
-                sup.finish(
-                    owner=TERMINAL_OWNER,
-                    run_id=run_id,
-                    worker=notice.role,
-                    conclusion=text,
-                    decision_id=notice.decision_id,
-                )
-            )
-        elif choice == "p":
-            await _call(sup.control(owner=TERMINAL_OWNER, run_id=run_id, action="pause"))
-        elif choice == "c":
-            await _call(sup.control(owner=TERMINAL_OWNER, run_id=run_id, action="cancel"))
+        while not await _decide(sup, run_id, notice.role, notice.decision_id):
+            pass  # refused or unknown: ask again for the same decision
 
 
-async def _call(result: Any) -> None:
-    """Await a supervisor call if needed; a refusal is printed, the loop goes on."""
+async def _decide(sup: Supervisor, run_id: str, role: str, decision_id: str) -> bool:
+    """One answer to a decision prompt; False when it must be asked again."""
+    answer = await asyncio.to_thread(
+        _ask_line, "[n]ext instruction, [f]inish with a conclusion, [p]ause, [c]ancel? "
+    )
+    choice = answer.strip().lower()[:1]
+    if choice in ("n", "f"):
+        label, method = (
+            ("instruction", sup.dispatch) if choice == "n" else ("conclusion", sup.finish)
+        )
+        text = await asyncio.to_thread(_ask_line, f"{label}: ")
+        args = {label: text, "worker": role, "decision_id": decision_id}
+        return await _call(partial(method, owner=TERMINAL_OWNER, run_id=run_id, **args))
+    if choice in ("p", "c"):
+        action = "pause" if choice == "p" else "cancel"
+        return await _call(partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=action))
+    return False
+
+
+async def _call(call: Any) -> bool:
+    """Run a supervisor call (awaiting it when it is async); a refusal is printed and
+    False returned."""
     try:
+        result = call()
         if asyncio.iscoroutine(result):
             await result
     except DotsError as exc:
         sys.stdout.write(f"refused: {exc.message}\n")
+        return False
+    return True
 
 
 @dots_app.command("run")

@@ -1,9 +1,11 @@
 # Owns: `markertools world load WORLD.json --db PATH` (a NEW SQLite database from a world
-# file) and `markertools world dump --db PATH` (the database's content as a world file).
-# Thin: options -> markertools_adapters.sqlite / world -> output.
+# file), `world load --merge WORLD.json --db PATH` (add a world to an existing SQLite
+# database) and `markertools world dump --db PATH` (the database's content as a world
+# file). Thin: options -> markertools_adapters.sqlite / world -> output.
 #
-# Must never: overwrite or change an existing file on `load` (refused before anything is
-# written; a failed load removes the new file again); create a database on `dump`.
+# Must never: overwrite or change an existing file on `load` without `--merge` (refused
+# before anything is written; a failed load removes the new file again); change
+# anything on a `--merge` that conflicts; create a database on `dump`.
 #
 # Invariants:
 #   Rule 1: `world load W --db P` then `world dump --db P` prints the canonical form of W
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,7 +23,7 @@ from typing import Annotated, Any
 import typer
 
 from markertools_adapters.cli._app import UsageFailure, fail, world_app
-from markertools_adapters.world import World, dumps_world
+from markertools_adapters.world import World, WorldFileError, dumps_world, merge_worlds
 
 
 def _plural(name: str) -> str:
@@ -54,7 +57,7 @@ def load_command(world_file: Path, db: Path | str) -> str:
     if not url and (Path(db).exists() or Path(db).is_symlink()):
         raise UsageFailure(
             f"--db {db}: already exists; `world load` only creates new databases "
-            "(use `deliver --db` to change an existing one)"
+            "(add a world to it with `world load --merge`; `deliver --db` changes it)"
         )
     world = load_world_path(world_file)
     try:
@@ -67,6 +70,84 @@ def load_command(world_file: Path, db: Path | str) -> str:
         raise UsageFailure(f"--db {redact(db)}: {exc}") from None
     store.close()
     return f"created {redact(db)} from {world_file}: {_summary(world)}"
+
+
+def merge_command(world_file: Path, db: Path | str) -> str:
+    """Add the records of `world_file` to the existing SQLite database `db` (Rule 6 of
+    markertools_adapters.world): a record already there with the same content is kept
+    once; any id there with different content refuses the whole merge, listing them.
+
+    The new records are first written to a fresh temporary database by the SQLite store
+    itself (so they are encoded exactly as a `world load` would), then copied into `db`
+    table by table inside ONE write transaction (`BEGIN IMMEDIATE`, ATTACH): `db` is
+    either unchanged or fully merged, and its other tables are never touched. The
+    database keeps its own virtual time (`now`)."""
+    from markertools_adapters._sql._world import WORLD_TABLES
+    from markertools_adapters.cli.cmd_deliver import load_world_path
+    from markertools_adapters.stores import create_db_from_world, is_postgres_url, open_db, redact
+
+    if is_postgres_url(db):
+        raise UsageFailure(
+            f"--db {redact(db)}: --merge works on SQLite files (for PostgreSQL, merge the "
+            "world files and load the result into an empty schema)"
+        )
+    path = Path(db)
+    if not path.is_file():
+        raise UsageFailure(f"--db {db}: no such database file (without --merge, load creates one)")
+    extra = load_world_path(world_file)
+    try:
+        store: Any = open_db(path, must_exist=True)  # also migrates it to this version
+    except Exception as exc:
+        raise UsageFailure(f"--db {db}: cannot open: {exc}") from None
+    try:
+        recorded = store.world_now()
+        base = store.export_world(recorded if recorded is not None else time.time())
+    finally:
+        store.close()
+    try:
+        _, added = merge_worlds(base, extra)
+    except WorldFileError as exc:
+        raise UsageFailure(f"{world_file}: cannot be merged into {db}: {exc}") from None
+    if added == World(now=added.now):
+        return f"{db} already holds every record of {world_file}: nothing added"
+    with tempfile.TemporaryDirectory(prefix="markertools-merge-") as scratch:
+        staged = Path(scratch) / "added.db"
+        try:
+            create_db_from_world(added, staged).close()
+            _copy_tables(staged, path, WORLD_TABLES)
+        except (ValueError, TypeError, sqlite3.Error, OSError) as exc:
+            raise UsageFailure(f"{world_file}: cannot be merged into {db}: {exc}") from None
+    return f"merged {world_file} into {db}: added {_summary(added)}"
+
+
+def _copy_tables(source: Path, target: Path, tables: tuple[str, ...]) -> None:
+    """Append every row of `tables` in `source` to the same tables of `target`, in one
+    transaction; integer primary keys (sequence numbers) are left to `target`."""
+    conn = sqlite3.connect(target, isolation_level=None, timeout=30)
+    try:
+        conn.execute("ATTACH DATABASE ? AS staged", (str(source),))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table in tables:
+                columns = [
+                    f'"{name}"'
+                    for _, name, kind, _, _, pk in conn.execute(
+                        f"PRAGMA staged.table_info({table})"
+                    )
+                    if not (pk == 1 and kind.upper() == "INTEGER")
+                ]
+                if columns:
+                    listed = ", ".join(columns)
+                    conn.execute(
+                        f"INSERT INTO main.{table} ({listed}) SELECT {listed} FROM staged.{table}"
+                    )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("DETACH DATABASE staged")
+    finally:
+        conn.close()
 
 
 def dump_command(db: Path | str) -> str:
@@ -92,15 +173,31 @@ def dump_command(db: Path | str) -> str:
 
 @world_app.command("load")
 def world_load(
-    world_file: Annotated[Path, typer.Argument(help="The world file (JSON) to load.")],
+    world_file: Annotated[
+        Path, typer.Argument(help="The world file (JSON) to load.", metavar="WORLD.json")
+    ],
     db: Annotated[
         str,
-        typer.Option("--db", help="The NEW database file (or an empty postgresql:// schema)."),
+        typer.Option(
+            "--db",
+            help="The NEW database file (or an empty postgresql:// schema); with --merge, "
+            "an existing SQLite database.",
+            metavar="PATH|URL",
+        ),
     ],
+    merge: Annotated[
+        bool,
+        typer.Option(
+            "--merge",
+            help="Add the world to an existing database (refused, with the list, when an "
+            "id exists there with different content).",
+        ),
+    ] = False,
 ) -> None:
-    """Create a new SQLite database from a world file (an existing PATH is refused)."""
+    """Create a new SQLite database from a world file (an existing PATH is refused, unless
+    --merge adds the world to it)."""
     try:
-        line = load_command(world_file, db)
+        line = merge_command(world_file, db) if merge else load_command(world_file, db)
     except UsageFailure as exc:
         fail(str(exc))
     sys.stdout.write(line + "\n")
@@ -109,7 +206,10 @@ def world_load(
 @world_app.command("dump")
 def world_dump(
     db: Annotated[
-        str, typer.Option("--db", help="The database to print (a file or a postgresql:// URL).")
+        str,
+        typer.Option(
+            "--db", help="The database to print (a file or a postgresql:// URL).", metavar="PATH|URL"
+        ),
     ],
 ) -> None:
     """Print the database's content as a world file (same shape; round-trips exactly)."""
@@ -120,4 +220,4 @@ def world_dump(
     sys.stdout.write(text + "\n")
 
 
-__all__ = ["dump_command", "load_command", "world_dump", "world_load"]
+__all__ = ["dump_command", "load_command", "merge_command", "world_dump", "world_load"]

@@ -396,6 +396,8 @@ def iter_app_server_turns(chunks: Iterable[bytes | str]) -> Iterator[CodexTurn]:
 
 
 def read_app_server_stream(chunks: Iterable[bytes | str]) -> CodexTranscript:
+    """A CodexTranscript from app-server output already in memory (chunks of
+    JSONL, bytes or str): every turn that ended, then those still open, and the problems."""
     reader = AppServerTurnReader()
     turns: list[CodexTurn] = []
     for chunk in chunks:

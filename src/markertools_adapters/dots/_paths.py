@@ -7,6 +7,7 @@ from pathlib import Path
 
 
 def default_state_dir() -> Path:
+    """The per-user state directory of the supervisor (platformdirs: `…/markertools/dots`)."""
     import platformdirs
 
     return Path(platformdirs.user_state_dir("markertools", appauthor=False)) / "dots"

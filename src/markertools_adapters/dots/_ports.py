@@ -32,6 +32,8 @@ class ConfirmRequest:
 
 
 class Confirmer(Protocol):
+    """Port: the user answers a confirmation (DOT-14): only "accept" is a yes."""
+
     async def confirm(self, request: ConfirmRequest) -> ConfirmAnswer: ...
 
 
@@ -50,6 +52,9 @@ class NoticeOut:
 
 
 class Notifier(Protocol):
+    """Port: a run's notices reach the main conversation (DOT-9, DOT-10): answer
+    "delivered", "failed" (retried after 5 s, then 10 s) or "offline" (it waits)."""
+
     async def notify(self, notice: NoticeOut) -> NotifyAnswer: ...
 
 

@@ -11,14 +11,16 @@ from markertools.deliver.handlers.read import is_priced
 from markertools_adapters.memory._attempts import AttemptMixin
 from markertools_adapters.memory._automations import AutomationMixin
 from markertools_adapters.memory._core import CoreMixin
+from markertools_adapters.memory._journal import JournalMixin
 from markertools_adapters.memory._state import MemoryState
 from markertools_adapters.memory._todos import TodoMixin
+from markertools_adapters.memory._worker import WorkerMixin
 from markertools_adapters.world import World
 
 __all__ = ["MemoryState", "MemoryStore", "is_priced"]
 
 
-class MemoryStore(CoreMixin, TodoMixin, AutomationMixin, AttemptMixin):
+class MemoryStore(CoreMixin, TodoMixin, AutomationMixin, AttemptMixin, WorkerMixin, JournalMixin):
     """Tasks, todos, automations, projects, permissions, costs and quotas, the attempts
     ledger, the audit log and the follow-up queue, in memory. Thread-safe."""
 

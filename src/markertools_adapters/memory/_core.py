@@ -21,6 +21,7 @@ import attrs
 
 from markertools.deliver.handlers.read import is_priced
 from markertools.domain.model import (
+    TASK_STATUSES,
     AuditRecord,
     CostRow,
     Followup,
@@ -29,6 +30,7 @@ from markertools.domain.model import (
     Project,
     Quota,
     Task,
+    refuse_bad_status,
 )
 from markertools.domain.ports import TaskListing
 from markertools_adapters.memory._state import MemoryState, compare_and_set
@@ -76,6 +78,7 @@ class CoreMixin:
             )
 
     def insert_task(self, task: Task) -> None:
+        refuse_bad_status("task", task.status, TASK_STATUSES)
         with self._state.lock:
             if task.id in self._state.tasks:
                 raise ValueError(f"task {task.id!r} already exists")
@@ -87,6 +90,8 @@ class CoreMixin:
         unknown = set(changes) - _TASK_FIELDS
         if unknown:
             raise ValueError(f"cannot change task field(s) {sorted(unknown)}")
+        if "status" in changes:
+            refuse_bad_status("task", changes["status"], TASK_STATUSES)
         return compare_and_set(self._state, self._state.tasks, task_id, expected_status, changes)
 
     def list_tasks(
@@ -154,7 +159,7 @@ class CoreMixin:
 
     def enqueue_followup(self, task_id: str, text: str) -> None:
         with self._state.lock:
-            self._state.followups.append((task_id, text))
+            self._state.followups.append(Followup(task_id, text))
 
     # ---- WorldStore --------------------------------------------------------------------
 
@@ -185,7 +190,7 @@ class CoreMixin:
             staged.attempts, (((a.task_id, a.attempt_no), a) for a in world.attempts), "attempt"
         )
         staged.audit = list(world.audit)
-        staged.followups = [(f.task_id, f.text) for f in world.followups]
+        staged.followups = list(world.followups)
         with self._state.lock:
             if self._state.tasks or self._state.projects or self._state.todos:
                 raise ValueError("load_world needs an empty store")
@@ -210,14 +215,14 @@ class CoreMixin:
                 quotas=tuple(s.quotas[k] for k in sorted(s.quotas)),
                 attempts=tuple(s.attempts[k] for k in sorted(s.attempts)),
                 audit=tuple(s.audit),
-                followups=tuple(Followup(t, x) for t, x in s.followups),
+                followups=tuple(s.followups),
             )
 
     # ---- conveniences for embedding code and tests (not ports) ---------------------------
 
     def followups_for(self, task_id: str) -> tuple[str, ...]:
         with self._state.lock:
-            return tuple(text for t, text in self._state.followups if t == task_id)
+            return tuple(f.text for f in self._state.followups if f.task_id == task_id)
 
     def audit_records(self) -> tuple[AuditRecord, ...]:
         with self._state.lock:

@@ -16,6 +16,7 @@ from markertools.domain.model import (
     AuditRecord,
     Automation,
     CostRow,
+    Followup,
     Project,
     Quota,
     Task,
@@ -25,6 +26,8 @@ from markertools.domain.model import (
 
 @attrs.define
 class MemoryState:
+    """Everything a MemoryStore holds, as plain values (guarded by `lock`)."""
+
     tasks: dict[str, Task] = attrs.Factory(dict)
     projects: dict[str, Project] = attrs.Factory(dict)
     # (user, project) -> grants
@@ -36,8 +39,10 @@ class MemoryState:
     # (task_id, attempt_no) -> attempt
     attempts: dict[tuple[str, int], Attempt] = attrs.Factory(dict)
     audit: list[AuditRecord] = attrs.Factory(list)
-    # (task_id, text) in queue order
-    followups: list[tuple[str, str]] = attrs.Factory(list)
+    # in queue order; take_followups marks them consumed (replaces the record)
+    followups: list[Followup] = attrs.Factory(list)
+    # TRN-9: (sender, turn id, position) -> the journal row (JSON)
+    delivery_blocks: dict[tuple[str, str, int], str] = attrs.Factory(dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock, eq=False, repr=False)
 
 

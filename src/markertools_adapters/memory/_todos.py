@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from markertools.domain.model import Todo
+from markertools.domain.model import TODO_STATUSES, Todo, refuse_bad_status
 from markertools.domain.ports import TodoListing
 from markertools_adapters.memory._state import MemoryState, compare_and_set
 
@@ -57,6 +57,7 @@ class TodoMixin:
         return TodoListing(rows=tuple(matching[: max(0, limit)]), total=len(matching))
 
     def insert_todo(self, todo: Todo) -> None:
+        refuse_bad_status("todo", todo.status, TODO_STATUSES)
         with self._state.lock:
             if todo.id in self._state.todos:
                 raise ValueError(f"todo id {todo.id!r} already exists")
@@ -68,4 +69,6 @@ class TodoMixin:
         unknown = sorted(set(changes) - _UPDATABLE)
         if unknown:
             raise ValueError(f"todo fields cannot be changed: {', '.join(unknown)}")
+        if "status" in changes:
+            refuse_bad_status("todo", changes["status"], TODO_STATUSES)
         return compare_and_set(self._state, self._state.todos, todo_id, expected_status, changes)

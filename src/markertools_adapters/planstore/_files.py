@@ -46,22 +46,32 @@ class PlanStoreError(Exception):
 
 
 class RunExists(PlanStoreError):
+    """A run with this id already exists in the state directory."""
+
     pass
 
 
 class RunNotFound(PlanStoreError):
+    """No run with this id in the state directory."""
+
     pass
 
 
 class StaleRevision(PlanStoreError):
+    """The run changed since it was read (compare-and-set on its revision failed)."""
+
     pass
 
 
 class CorruptStore(PlanStoreError):
+    """A run record or journal cannot be read back (not what the plan store wrote)."""
+
     pass
 
 
 class HostLockHeld(PlanStoreError):
+    """Another live supervisor holds the state directory's `host.lock`."""
+
     def __init__(self, path: Path, pid: int | None, *, unreadable: bool = False) -> None:
         if unreadable:
             text = (
@@ -111,6 +121,8 @@ def _write_synced(path: Path, flags: int, data: bytes) -> None:
 
 @attrs.frozen
 class LoggedEvent:
+    """One journal line: sequence number, time, the event and its outcome."""
+
     seq: int
     at: float
     outcome: str

@@ -46,6 +46,7 @@ POSTGRES: Final = Dialect(
     json_out=_json_object,
     execute_many=_execute_many,
     lock_row=" FOR UPDATE",
+    skip_locked=" FOR UPDATE SKIP LOCKED",
     text_in=enc,
     text_out=dec,
 )

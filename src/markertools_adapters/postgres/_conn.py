@@ -28,6 +28,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -102,28 +103,48 @@ class Database:
             open=False,
         )
         self.pool.open(wait=True, timeout=DEFAULT_POOL_TIMEOUT)
+        self._local = threading.local()  # `atomic()`'s connection, per thread
 
     def close(self) -> None:
         self.pool.close()
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Conn]:
+        held: Conn | None = getattr(self._local, "conn", None)
+        if held is not None:  # inside atomic(): every statement joins its transaction
+            yield held
+            return
         with self.pool.connection() as conn:
             yield conn
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """TRN-9: one READ COMMITTED transaction on one connection around everything this
+        thread does through the store in the block (its `write()`s become savepoints);
+        committed at the end, rolled back on any exception. Nested calls join it."""
+        if getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self.pool.connection() as conn, conn.transaction():
+            self._local.conn = conn
+            try:
+                yield
+            finally:
+                self._local.conn = None
 
     # ---- one statement ---------------------------------------------------------------
 
     def read(self, query: str, params: Params = ()) -> list[tuple[Any, ...]]:
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             return conn.execute(query, params).fetchall()
 
     def read_one(self, query: str, params: Params = ()) -> tuple[Any, ...] | None:
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             return conn.execute(query, params).fetchone()
 
     def run(self, query: str, params: Params = ()) -> int:
         """Execute one statement; returns its rowcount."""
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             return conn.execute(query, params).rowcount
 
     def update_one(
@@ -138,12 +159,16 @@ class Database:
     @contextlib.contextmanager
     def write(self) -> Iterator[Conn]:
         """One READ COMMITTED transaction: committed on success, rolled back on error."""
-        with self.pool.connection() as conn, conn.transaction():
+        with self.connection() as conn, conn.transaction():  # inside atomic(): a savepoint
             yield conn
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[Conn]:
         """One REPEATABLE READ, READ ONLY transaction: several reads see one snapshot."""
+        held: Conn | None = getattr(self._local, "conn", None)
+        if held is not None:  # inside atomic(): its transaction is the snapshot
+            yield held
+            return
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn

@@ -29,6 +29,7 @@ from psycopg import sql
 
 from markertools_adapters._sql import (
     ACTIVE_NAME_INDEX,
+    CLAIM_INDEX,
     DUE_INDEX,
     LOOKUP_INDEXES,
     WORLD_TABLES,
@@ -54,7 +55,7 @@ class SchemaError(Exception):
 
 
 class SchemaTooNew(SchemaError):
-    pass
+    """The schema was written by a newer markertools; open it with that version."""
 
 
 T = 'TEXT COLLATE "C"'
@@ -243,10 +244,33 @@ def _refuse_active_name_clashes(conn: psycopg.Connection[tuple[object, ...]]) ->
 
 _STEP3: Final[tuple[str, ...]] = (ACTIVE_NAME_INDEX,)
 
+# ---- step 4: the delivery journal (TRN-9) ---------------------------------------------
+
+_STEP4: Final[tuple[str, ...]] = (
+    f"""CREATE TABLE delivery_blocks (
+        sender {T} NOT NULL,
+        turn_id {T} NOT NULL,
+        position INTEGER NOT NULL,  -- execution order; -1 the queued report, -2 the finished one
+        entry {T} NOT NULL,  -- the row (JSON)
+        PRIMARY KEY (sender, turn_id, position)
+    )""",
+)
+
+# ---- step 5: the worker loop (claim_next_task, take_followups, a task's repo_url) ---
+
+_STEP5: Final[tuple[str, ...]] = (
+    f"ALTER TABLE tasks ADD COLUMN repo_url {T}",
+    "ALTER TABLE tasks ADD COLUMN retried_after_attempt BIGINT",
+    "ALTER TABLE followups ADD COLUMN consumed BOOLEAN NOT NULL DEFAULT false",
+    CLAIM_INDEX,
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1,),
     (_STEP2, _fill_next_run_at),
     (_refuse_active_name_clashes, _STEP3),
+    (_STEP4,),
+    (_STEP5,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

@@ -25,7 +25,13 @@ from __future__ import annotations
 
 import threading
 
-from markertools_adapters._sql import AutomationMixin, RecordsMixin, WorldMixin
+from markertools_adapters._sql import (
+    AutomationMixin,
+    JournalMixin,
+    RecordsMixin,
+    WorkerMixin,
+    WorldMixin,
+)
 from markertools_adapters.postgres._codec import TABLES
 from markertools_adapters.postgres._conn import (
     DEFAULT_POOL_SIZE,
@@ -48,7 +54,14 @@ from markertools_adapters.postgres._todos import TodoMixin
 
 
 class PostgresStore(
-    TaskMixin, TodoMixin, AutomationMixin, RecordsMixin, PermissionMixin, WorldMixin
+    TaskMixin,
+    TodoMixin,
+    AutomationMixin,
+    RecordsMixin,
+    WorkerMixin,
+    JournalMixin,
+    PermissionMixin,
+    WorldMixin,
 ):
     """Every storage port on one PostgreSQL schema, through a connection pool."""
 

@@ -53,6 +53,8 @@ class Connection:
             check_same_thread=False,
         )
         self.lock = threading.RLock()
+        self._atomic_depth = 0  # > 0: inside `atomic()` (the lock is held by its thread)
+        self._savepoints = 0
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         self.conn.create_function("mt_fold", 1, fold, deterministic=True)
         self.db = sqlite_utils.Database(self.conn, execute_plugins=False)
@@ -83,6 +85,9 @@ class Connection:
         """BEGIN ... COMMIT around several reads: one snapshot (read-only use)."""
         with self.lock:
             conn = self.conn
+            if self._atomic_depth:  # already inside atomic(): its transaction is the snapshot
+                yield conn
+                return
             conn.execute("BEGIN")
             try:
                 yield conn
@@ -101,6 +106,19 @@ class Connection:
         """BEGIN IMMEDIATE ... COMMIT; any exception rolls back and propagates."""
         with self.lock:
             conn = self.conn
+            if self._atomic_depth:  # inside atomic(): a savepoint of its transaction
+                self._savepoints += 1
+                name = f"mt_sp{self._savepoints}"
+                conn.execute(f"SAVEPOINT {name}")
+                try:
+                    yield conn
+                    conn.execute(f"RELEASE {name}")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute(f"ROLLBACK TO {name}")
+                        conn.execute(f"RELEASE {name}")
+                    raise
+                return
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -109,6 +127,32 @@ class Connection:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """TRN-9: one BEGIN IMMEDIATE transaction around everything the store does in the
+        block (its writes become savepoints), committed at the end, rolled back on any
+        exception. Nested calls join the outer transaction."""
+        with self.lock:
+            if self._atomic_depth:
+                self._atomic_depth += 1
+                try:
+                    yield
+                finally:
+                    self._atomic_depth -= 1
+                return
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            self._atomic_depth = 1
+            try:
+                yield
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._atomic_depth = 0
 
     def update_one(
         self, update: Statement, reread: Statement, returning: str

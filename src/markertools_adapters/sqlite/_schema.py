@@ -27,6 +27,7 @@ import sqlite_utils
 
 from markertools_adapters._sql import (
     ACTIVE_NAME_INDEX,
+    CLAIM_INDEX,
     DUE_INDEX,
     LOOKUP_INDEXES,
     Step,
@@ -43,7 +44,7 @@ class SchemaError(Exception):
 
 
 class SchemaTooNew(SchemaError):
-    pass
+    """The database was written by a newer markertools; open it with that version."""
 
 
 def _real(name: str, *, null: bool) -> str:
@@ -207,11 +208,35 @@ def _refuse_active_name_clashes(conn: sqlite3.Connection) -> None:
 
 _STEP3: Final[tuple[str, ...]] = (ACTIVE_NAME_INDEX,)
 
+# ---- step 4: the delivery journal (TRN-9) ---------------------------------------------
+
+_STEP4: Final[tuple[str, ...]] = (
+    """CREATE TABLE delivery_blocks (
+        sender TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        position INTEGER NOT NULL,  -- execution order; -1 the queued report, -2 the finished one
+        entry TEXT NOT NULL,  -- the row (JSON)
+        PRIMARY KEY (sender, turn_id, position)
+    ) STRICT""",
+)
+
+# ---- step 5: the worker loop (claim_next_task, take_followups, a task's repo_url) ---
+
+_STEP5: Final[tuple[str, ...]] = (
+    "ALTER TABLE tasks ADD COLUMN repo_url TEXT",
+    "ALTER TABLE tasks ADD COLUMN retried_after_attempt INTEGER",
+    "ALTER TABLE followups ADD COLUMN consumed INTEGER NOT NULL DEFAULT 0"
+    " CHECK (consumed IN (0, 1))",
+    CLAIM_INDEX,
+)
+
 # Each migration is a list of steps (SQL text or a callable run on the connection).
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1, _permission_tables),
     (_STEP2, _fill_next_run_at),
     (_refuse_active_name_clashes, _STEP3),
+    (_STEP4,),
+    (_STEP5,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

@@ -21,7 +21,13 @@ import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from markertools_adapters._sql import AutomationMixin, RecordsMixin, WorldMixin
+from markertools_adapters._sql import (
+    AutomationMixin,
+    JournalMixin,
+    RecordsMixin,
+    WorkerMixin,
+    WorldMixin,
+)
 from markertools_adapters.permissions import SqlitePermissions
 from markertools_adapters.sqlite._codec import TABLES
 from markertools_adapters.sqlite._conn import DEFAULT_BUSY_TIMEOUT, Connection
@@ -30,7 +36,9 @@ from markertools_adapters.sqlite._tasks import TaskMixin
 from markertools_adapters.sqlite._todos import TodoMixin
 
 
-class SqliteStore(TaskMixin, TodoMixin, AutomationMixin, RecordsMixin, WorldMixin):
+class SqliteStore(
+    TaskMixin, TodoMixin, AutomationMixin, RecordsMixin, WorkerMixin, JournalMixin, WorldMixin
+):
     """Every storage port on one SQLite database file (or ":memory:")."""
 
     _db: Connection

@@ -211,7 +211,7 @@ def test_cloud_executor_reports_requested_cancellation() -> None:
 
 def test_noop_executor_signals_nothing() -> None:
     result = NoopExecutor().kill(Task("t", "p1"))
-    assert result.signalled is False and "nothing was signalled" in result.detail
+    assert result.signalled is False and result.detail == "not signalled (noop executor)"
 
 
 @pytest.mark.rule("CTL-2")

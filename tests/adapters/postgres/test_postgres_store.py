@@ -95,7 +95,7 @@ def test_nul_and_escape_characters_round_trip_in_every_text_place(store: Any) ->
             Task(
                 id=f"id{text}",
                 project_id=f"p{text}",
-                status=f"s{text}",
+                status="running",  # a status is an enumeration value, never free text (TRN-10)
                 prompt=f"{text}!",
                 created_by=text,
                 result_text=text,
@@ -110,10 +110,10 @@ def test_nul_and_escape_characters_round_trip_in_every_text_place(store: Any) ->
         assert task is not None
         assert (task.prompt, task.created_by, task.result_text) == (f"{text}!", text, text)
         assert store.followups_for(f"id{text}") == (text,)
-        assert store.transition_task(f"id{text}", f"s{text}", {"error_text": text}) is not None
-        listing = store.list_tasks(f"p{text}", status=f"s{text}", q=text, limit=5)
+        assert store.transition_task(f"id{text}", "running", {"error_text": text}) is not None
+        listing = store.list_tasks(f"p{text}", status="running", q=text, limit=5)
         assert [t.id for t in listing.rows] == [f"id{text}"]
-        assert listing.counts == ((f"s{text}", 1),)
+        assert listing.counts == (("running", 1),)
     project = Project(
         id="p\x00", name="\x00", environment=Environment(name="\x00\x01", branch=None)
     )

@@ -84,7 +84,9 @@ def test_sqlite_step_3_refuses_existing_twins_and_changes_nothing(tmp_path: Path
     conn.execute("UPDATE automations SET status = 'paused' WHERE id = 'a2'")
     conn.close()
     with open_store(path) as store:
-        assert store.schema_version == 3
+        from markertools_adapters.sqlite._schema import LATEST_VERSION
+
+        assert store.schema_version == LATEST_VERSION  # step 3 and every later one ran
         with pytest.raises(AutomationNameTaken):
             store.insert_automation(_twin("a3"))
         assert store.active_automation_names("p") == frozenset({"nightly"})
@@ -107,6 +109,8 @@ def test_postgres_step_3_refuses_existing_twins_and_changes_nothing(dsn: str, sc
         assert conn.execute("SELECT version FROM schema_version").fetchone() == (2,)
         conn.execute("UPDATE automations SET status = 'paused' WHERE id = 'a2'")
     with open_store(dsn, 1, schema=schema) as store:
-        assert store.schema_version == 3
+        from markertools_adapters.postgres._schema import LATEST_VERSION
+
+        assert store.schema_version == LATEST_VERSION  # step 3 and every later one ran
         with pytest.raises(AutomationNameTaken):
             store.insert_automation(_twin("a3"))

@@ -85,7 +85,14 @@ def test_an_older_database_is_migrated_forward(tmp_path: Path) -> None:
         id="a", project_id="p", name="n", prompt="x", created_at=100.0, first_run_at=500.0
     )
     conn.execute(AUTOMATIONS.insert_sql, AUTOMATIONS.encode(automation))
-    conn.execute(TASKS.insert_sql, TASKS.encode(Task(id="t", project_id="p")))
+    # only the columns a version-1 database has (step 5 added repo_url and
+    # retried_after_attempt)
+    row = dict(zip(TASKS.names, TASKS.encode(Task(id="t", project_id="p")), strict=True))
+    v1 = [n for n in TASKS.names if n not in ("repo_url", "retried_after_attempt")]
+    conn.execute(
+        f"INSERT INTO tasks ({', '.join(v1)}) VALUES ({', '.join('?' * len(v1))})",
+        [row[n] for n in v1],
+    )
     assert conn.execute("SELECT version FROM schema_version").fetchone() == (1,)
     conn.close()
 

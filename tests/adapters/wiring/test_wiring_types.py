@@ -13,7 +13,7 @@ import attrs
 import markertools.domain.ports as ports
 from markertools_adapters.wiring import StoragePorts
 
-NON_STORAGE = {"executor", "clock", "random", "files", "waiter"}
+NON_STORAGE = {"executor", "clock", "random", "files", "waiter", "journal"}  # journal: optional (TRN-9)
 
 
 def test_storage_ports_is_exactly_the_storage_fields_of_ports() -> None:
@@ -38,3 +38,23 @@ def test_every_bundled_store_has_every_storage_method() -> None:
     for store in (MemoryStore, SqliteStore, PostgresStore):
         missing = sorted(m for m in methods if not callable(getattr(store, m, None)))
         assert missing == [], store.__name__
+
+
+def test_store_ports_wires_the_stores_delivery_journal() -> None:
+    from markertools_adapters.clock import SeededRandom, VirtualClock
+    from markertools_adapters.memory import MemoryStore
+    from markertools_adapters.wiring import store_ports
+
+    store = MemoryStore()
+    ports_with = store_ports(store, clock=VirtualClock(0.0), random=SeededRandom(1))
+    assert ports_with.journal is store  # every bundled store is its own journal (TRN-9)
+    ports_without = store_ports(store, clock=VirtualClock(0.0), random=SeededRandom(1), journal=None)
+    assert ports_without.journal is None
+
+    class NoJournal:
+        def __getattr__(self, name: str) -> object:
+            if name in ("block_entries", "record_block", "atomic"):
+                raise AttributeError(name)
+            return getattr(store, name)
+
+    assert store_ports(NoJournal(), clock=VirtualClock(0.0), random=SeededRandom(1)).journal is None  # type: ignore[arg-type]

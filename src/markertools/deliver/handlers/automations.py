@@ -118,7 +118,12 @@ def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
         created_by=ctx.sender.created_by,
         created_at=now,
     )
-    for attempt in range(1, NAME_ATTEMPTS + 1):
+    # TRN-9: with a turn id the id is derived; one that exists was created by an
+    # earlier delivery of this turn (its block unrecorded): recognised, not created again
+    known = ctx.turn_id is not None and (
+        ctx.ports.automations.get_automation(automation.id) is not None
+    )
+    for attempt in range(1, 0 if known else NAME_ATTEMPTS + 1):
         try:
             ctx.ports.automations.insert_automation(automation)
             break

@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from markertools.deliver.context import Handler, TurnContext
+from markertools.deliver.context import Handler, TurnContext, summarize_error
 from markertools.deliver.gates import cost_gate, permission_gate, quota_user, read_target_gate
 from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
 from markertools.deliver.snapshot import SnapshotState, join_sections, snapshot
-from markertools.domain.decision import Denied
+from markertools.domain.decision import Denied, PermissionAnswer
 from markertools.domain.model import CostRow, Task, is_terminal
 from markertools.inject.framing import frame_data
 from markertools.parse.params import (
@@ -82,10 +82,15 @@ def watch(
     budget = round_bound(interval, timeout, len(first))
     limit = hard_round_bound(interval, timeout, len(first))
     while pending and not ctx.cancelled and rounds < limit:
-        remaining = start + timeout - ctx.now()
+        if ctx.stop_waiting():  # TRN-11: the delivery's deadline or cancellation
+            break
+        now = ctx.now()
+        remaining = start + timeout - now
         if remaining <= 0:
             break
         pause = min(float(interval), remaining)
+        if ctx.deadline_at is not None:
+            pause = max(0.0, min(pause, ctx.deadline_at - now))
         waiter = ctx.ports.waiter
         if waiter is not None and rounds < budget:
             # the sender too: a cancelled sender ends the wait at once (WAI-5, TRN-5)
@@ -114,6 +119,8 @@ def final_state(ctx: TurnContext, task: Task, watched: _Watch, timeout: float) -
         return "finished"
     if ctx.cancelled:
         return "sender_cancelled"
+    if ctx.stopped and timeout > 0 and watched.waited < timeout:
+        return "stopped"  # TRN-11: cut short; the agent can poll again next turn
     return "now" if timeout <= 0 else "timed_out"
 
 
@@ -344,18 +351,40 @@ def handle_cost(cmd: Command, ctx: TurnContext) -> ReportEntry:
 # ---- quota-status ------------------------------------------------------------------------
 
 
+def _read_answer(ctx: TurnContext, reader: Task) -> PermissionAnswer:
+    """`read` for `reader.created_by` on the sender's project (the turn's cached answer
+    when that is the sender's creator); a lookup that raises is a failed answer."""
+    if reader.created_by == ctx.sender.created_by:
+        return ctx.permission("read")
+    try:
+        granted = ctx.ports.permissions.has_permission(
+            reader.created_by, ctx.sender.project_id, "read"
+        )
+        return PermissionAnswer.of("read", granted is True)
+    except Exception as exc:
+        return PermissionAnswer.failure("read", summarize_error(exc))
+
+
 def handle_quota(cmd: Command, ctx: TurnContext) -> ReportEntry:
     p = cmd.params
     assert isinstance(p, QuotaStatusParams)
-    granted = permission_gate(ctx.permission("read"), ctx.sender, "read")
-    if isinstance(granted, Denied):
-        return ctx.rejected(cmd, None, granted.reason)
     parent = None
     if ctx.sender.created_by is None and ctx.sender.parent_task_id is not None:
         parent = ctx.ports.tasks.get_task(ctx.sender.parent_task_id)
     user = quota_user(ctx.sender, parent)
     if user is None:
         return ctx.rejected(cmd, None, msg("read.quota_no_user"))
+    # QUO-1: `read` is checked for the user whose quota is shown - the sender's creator,
+    # or (fallback) the parent's creator on the sender's project; a null creator holds
+    # nothing, so checking it would make the fallback unreachable.
+    reader = (
+        ctx.sender
+        if ctx.sender.created_by is not None
+        else attrs.evolve(ctx.sender, created_by=user)
+    )
+    granted = permission_gate(_read_answer(ctx, reader), reader, "read")
+    if isinstance(granted, Denied):
+        return ctx.rejected(cmd, None, granted.reason)
     quota = ctx.ports.costs.get_quota(user)
     unpriced = ctx.ports.costs.unpriced_tokens(user)
     if quota is None:

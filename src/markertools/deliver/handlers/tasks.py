@@ -68,8 +68,8 @@ def handle_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
     )
     if isinstance(decision, Denied):
         return ctx.rejected(cmd, None, decision.reason)
-    child = build_child(ctx, p, new_task_id(ctx))
-    ctx.ports.tasks.insert_task(child)
+    child = build_child(ctx, p, ctx.derived_id("t-", TASK_ID_BYTES) or new_task_id(ctx))
+    ctx.insert_once(ctx.ports.tasks.insert_task, ctx.ports.tasks.get_task, child)  # TRN-9
     ctx.register_created(p.name, child.id)
     if p.name is not None:
         result = msg(
@@ -188,7 +188,9 @@ def handle_retry(cmd: Command, ctx: TurnContext) -> ReportEntry:
     if isinstance(gated, ReportEntry):
         return gated
     target, allowed = gated
-    updated = _transition(cmd, ctx, target, dict(RETRY_CLEARS))
+    # ATT-4: ledger rows so far belong to runs before this manual retry (no preamble)
+    changes = dict(RETRY_CLEARS, retried_after_attempt=target.auto_resume_count)
+    updated = _transition(cmd, ctx, target, changes)
     if isinstance(updated, ReportEntry):
         return updated
     result = msg("tasks.retried", id=shown(target.id), old=target.status)

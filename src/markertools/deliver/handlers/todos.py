@@ -125,7 +125,7 @@ def handle_todo_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
         completed_at=now if params.status == "completed" else None,
         created_at=now,
     )
-    ctx.ports.todos.insert_todo(todo)
+    ctx.insert_once(ctx.ports.todos.insert_todo, ctx.ports.todos.get_todo, todo)  # TRN-9
     common: dict[str, MsgArg] = {
         "id": todo.id,
         "status": todo.status,

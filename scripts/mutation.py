@@ -1,0 +1,231 @@
+"""Mutation testing of the security-critical pure modules (`make mutation`).
+
+Runs mutmut (3.x, pinned in docs/qa.md) on a throwaway copy of the repository, so the
+working tree gets neither a `mutants/` folder nor mutmut configuration: the copy gets
+its own `setup.cfg` [mutmut] section (pyproject.toml has no [tool.mutmut], so mutmut
+reads setup.cfg). Prints the score per module, the survivors, and whether the goals of
+docs/qa.md are met; exits 1 when they are not.
+
+    .venv/bin/python scripts/mutation.py                 # every module below
+    .venv/bin/python scripts/mutation.py gates paths     # only these (names as below)
+    .venv/bin/python scripts/mutation.py --keep DIR      # keep the copy in DIR (then
+                                                         # `cd DIR && mutmut show NAME`)
+
+Survivors listed in EQUIVALENT (docs/qa.md gives each reason) are not counted against
+the score: they cannot change any observable behaviour. Not part of `make test`: it
+takes tens of minutes on 2 cores (docs/qa.md has the measured time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+_B = "tests/test_boundaries.py"
+# module name -> (source file, the tests that cover it)
+MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "gates": ("src/markertools/deliver/gates.py", ("tests/deliver", _B)),
+    "lineage": ("src/markertools/deliver/lineage.py", ("tests/deliver", _B)),
+    "paths": ("src/markertools/deliver/paths.py", ("tests/deliver", _B)),
+    "framing": ("src/markertools/inject/framing.py", ("tests/inject", "tests/deliver", _B)),
+    "jsonstrict": ("src/markertools/parse/jsonstrict.py", ("tests/parse", _B)),
+    "validate": ("src/markertools/parse/validate.py", ("tests/parse", _B)),
+    "timeparse": ("src/markertools/domain/timeparse.py", ("tests/domain", "tests/parse")),
+    "schedule": ("src/markertools/domain/schedule.py", ("tests/domain",)),
+    "plans_machines": ("src/markertools/plans/_machines.py", ("tests/plans",)),
+    "plans_quota": ("src/markertools/plans/_quota.py", ("tests/plans",)),
+}
+# goals (docs/qa.md): 100% in these, >= 95% overall
+FULL: frozenset[str] = frozenset({"gates", "paths", "framing"})
+OVERALL_GOAL = 95.0
+
+# Survivors that are truly equivalent, by mutmut name; docs/qa.md gives each reason.
+EQUIVALENT: dict[str, str] = {
+    # gates: "tasks.gate_goal" takes no {verb} (en and zh), so the verb argument is unused
+    "markertools.deliver.gates.x_control_gate__mutmut_32": "gate_goal template has no {verb}",
+    "markertools.deliver.gates.x_control_gate__mutmut_35": "gate_goal template has no {verb}",
+    "markertools.deliver.gates.x_control_gate__mutmut_39": "gate_goal template has no {verb}",
+    # paths: no character of _CONTROL lies in 0xA0..0x2027, so `code <= 0xFF` equals
+    # `code < 0xFF` and `code <= 256` on every input that reaches _escape_control
+    "markertools.deliver.paths.x__escape_control__mutmut_17": "no control char is U+00FF",
+    "markertools.deliver.paths.x__escape_control__mutmut_18": "no control char is U+0100",
+    # paths: "UTF-8" is the same codec as "utf-8"
+    "markertools.deliver.paths.x_display_name__mutmut_19": "codec name case",
+    "markertools.deliver.paths.x_display_name__mutmut_28": "codec name case",
+    # paths: a wider surrogate pre-check only sends more names through the
+    # surrogateescape round trip, which is the identity on text without surrogates
+    "markertools.deliver.paths.x_display_name__mutmut_2": "identity round trip",
+    # framing: absent_variant always returns inside the loop (pigeonhole, see its
+    # docstring), so a longer range and the unreachable error's text never show
+    "markertools.inject.framing.x_absent_variant__mutmut_4": "loop returns earlier",
+    "markertools.inject.framing.x_absent_variant__mutmut_7": "unreachable",
+    "markertools.inject.framing.x_absent_variant__mutmut_8": "unreachable",
+    "markertools.inject.framing.x_absent_variant__mutmut_9": "unreachable",
+    # framing: an unknown locale renders in the default locale, "en"
+    "markertools.inject.framing.x_frame_data__mutmut_1": "unknown locale renders as en",
+    "markertools.inject.framing.x_frame_data__mutmut_2": "unknown locale renders as en",
+}
+
+COPIED: tuple[str, ...] = ("src", "tests", "examples", "docs", "scripts")
+_LINE = re.compile(r"^\s+(\S+): (\S.*)$")
+
+
+def _copy(dest: Path) -> None:
+    ignore = shutil.ignore_patterns(
+        ".git", ".venv", "__pycache__", ".hypothesis", ".mypy_cache", ".ruff_cache",
+        ".pytest_cache", "*.egg-info", "mutants", ".cache", "node_modules",
+    )  # fmt: skip
+    for name in COPIED:
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+
+
+def _failing(work: Path, tests: list[str], env: dict[str, str]) -> list[str]:
+    """Tests that fail on the unmutated copy (mutmut refuses to start then); they say
+    nothing about a mutant, so they are deselected and named in the output."""
+    out = subprocess.run(
+        [str(VENV_BIN / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", *tests],
+        cwd=work, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return [m.group(1) for m in re.finditer(r"^FAILED (\S+)", out.stdout, re.M)]
+
+
+def _tests(names: list[str]) -> list[str]:
+    return sorted({t for n in names for t in MODULES[n][1]})
+
+
+def _config(names: list[str], deselect: list[str]) -> str:
+    files = [MODULES[n][0] for n in names]
+    tests = _tests(names)
+    lines = ["[mutmut]", "source_paths = src", "only_mutate ="]
+    lines += [f"    {f}" for f in files]
+    lines += ["pytest_add_cli_args_test_selection ="]
+    lines += [f"    {t}" for t in tests]
+    # the tests that need a real PostgreSQL server or Codex are not about these modules
+    lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q", "    -x"]
+    for node in deselect:
+        lines += ["    --deselect", f"    {node}"]
+    lines += ["also_copy ="] + [f"    {d}" for d in COPIED if d not in ("src", "tests")]
+    lines += ["use_git_change_detection = false", ""]
+    return "\n".join(lines)
+
+
+def _results(work: Path) -> dict[str, str]:
+    out = subprocess.run(
+        [str(VENV_BIN / "mutmut"), "results", "--all", "true"],
+        cwd=work, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    status: dict[str, str] = {}
+    for line in out.stdout.splitlines():
+        m = _LINE.match(line)
+        if m:
+            status[m.group(1)] = m.group(2).strip()
+    return status
+
+
+def _module_of(mutant: str, names: list[str]) -> str | None:
+    for n in names:
+        dotted = MODULES[n][0].removeprefix("src/").removesuffix(".py").replace("/", ".")
+        if mutant.startswith(dotted + "."):
+            return n
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("modules", nargs="*", metavar="MODULE", help=", ".join(MODULES))
+    parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    args = parser.parse_args()
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        parser.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(MODULES)}")
+    names = list(args.modules) or list(MODULES)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="markertools-mutation-"))
+    if args.keep and work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    _copy(work)
+    env = dict(os.environ, HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+    failing = _failing(work, _tests(names), env)
+    for node in failing:
+        print(f"warning: fails without any mutant, deselected: {node}")
+    (work / "setup.cfg").write_text(_config(names, failing))
+    started = time.monotonic()
+    run = subprocess.run(
+        [str(VENV_BIN / "mutmut"), "run", "--max-children", str(args.max_children)],
+        cwd=work, env=env, check=False, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    status = _results(work)
+    if run.returncode != 0 and not status:
+        print(f"mutmut run failed (exit {run.returncode}); copy kept in {work}")
+        return 2
+    per: dict[str, dict[str, int]] = {n: {} for n in names}
+    survivors: list[tuple[str, str]] = []
+    for mutant, verdict in sorted(status.items()):
+        module = _module_of(mutant, names)
+        if module is None:
+            continue
+        key = verdict
+        if verdict in ("survived", "no tests") and mutant in EQUIVALENT:
+            key = "equivalent"
+        per[module][key] = per[module].get(key, 0) + 1
+        if key in ("survived", "no tests", "timeout", "suspicious"):
+            survivors.append((mutant, verdict))
+    print(f"mutmut {_version()} on {len(names)} module(s), {elapsed / 60:.1f} min\n")
+    print(f"{'module':<16} {'mutants':>7} {'killed':>7} {'equiv.':>7} {'left':>5} {'score':>7}")
+    total = killed_all = equivalent_all = 0
+    ok = True
+    for n in names:
+        counts = per[n]
+        all_ = sum(counts.values())
+        killed = counts.get("killed", 0) + counts.get("caught by type check", 0)
+        killed += counts.get("timeout", 0)  # an infinite loop is noticed (the test fails)
+        equivalent = counts.get("equivalent", 0)
+        left = all_ - killed - equivalent
+        score = 100.0 * killed / (all_ - equivalent) if all_ > equivalent else 100.0
+        total += all_
+        killed_all += killed
+        equivalent_all += equivalent
+        ok = ok and (n not in FULL or left == 0)
+        print(f"{n:<16} {all_:>7} {killed:>7} {equivalent:>7} {left:>5} {score:>6.1f}%")
+    overall = 100.0 * killed_all / (total - equivalent_all) if total > equivalent_all else 100.0
+    print(f"{'overall':<16} {total:>7} {killed_all:>7} {equivalent_all:>7} "
+          f"{total - killed_all - equivalent_all:>5} {overall:>6.1f}%")  # fmt: skip
+    ok = ok and overall >= OVERALL_GOAL
+    if survivors:
+        print("\nsurvivors (`mutmut show NAME` in the kept copy shows the diff):")
+        for mutant, verdict in survivors:
+            print(f"  {mutant}: {verdict}")
+    print(f"\ngoals (100% in {', '.join(sorted(FULL))}, >= {OVERALL_GOAL:.0f}% overall): "
+          f"{'met' if ok else 'NOT met'}")  # fmt: skip
+    if args.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"copy kept in {work}")
+    return 0 if ok else 1
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    try:
+        return version("mutmut")
+    except Exception:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+# Owns: the worker-loop ports on both SQL adapters - TaskClaimer (claim_next_task),
+# FollowupTaker (take_followups), AutomationAdmin (SCH-7) and RecordWriter (projects,
+# permissions, quotas, cost rows) - as a mixin over `self._db` and `self._tables`.
+#
+# Must never: decide a claim in Python outside the write transaction; hand one task or one
+# follow-up to two callers.
+#
+# Invariants:
+#   Rule 1: claim_next_task is one write transaction: SELECT the oldest queued task of the
+#           project (created_at, id; the tasks_claim index of step 5) with the dialect's
+#           `skip_locked` (PostgreSQL: FOR UPDATE SKIP LOCKED - concurrent claimers skip
+#           each other's row instead of waiting for it; SQLite: BEGIN IMMEDIATE already
+#           serialises writers), then `UPDATE ... WHERE id = ? AND status = 'queued'`.
+#   Rule 2: take_followups is one write transaction: the unconsumed rows (locked) in seq
+#           order, then each marked consumed; a concurrent taker waits for the lock and
+#           then sees them consumed (READ COMMITTED re-checks the WHERE).
+#   Rule 3 (SCH-5, AUT-3): every automation change rewrites `next_run_at` from the pure
+#           schedule in the same statement; becoming active against the partial unique
+#           index raises AutomationNameTaken, never a duplicate-key error.
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import attrs
+
+from markertools.domain.model import Automation, CostRow, Project, Quota, Task
+from markertools.domain.ports import AutomationNameTaken
+from markertools_adapters._sql._automations import stored_next_run_at
+from markertools_adapters._sql._codec import Tables, quote, text_value
+from markertools_adapters._sql._dialect import Database
+from markertools_adapters._sql._rows import get_by_id
+
+_AUTOMATION_CHANGES = frozenset({"prompt", "interval_seconds", "first_run_at", "run_once"})
+
+
+class WorkerMixin:
+    _db: Database
+    _tables: Tables
+
+    # ---- TaskClaimer -------------------------------------------------------------------
+
+    def claim_next_task(self, project_id: str, host: str) -> Task | None:
+        tasks, d = self._tables.tasks, self._tables.dialect
+        pid = d.bind_text(text_value(project_id, "project_id"))
+        bound_host = tasks.encode_value("host", host)
+        with self._db.write() as conn:
+            row = conn.execute(
+                d.sql(
+                    "SELECT id FROM tasks WHERE project_id = ? AND status = 'queued'"
+                    f" ORDER BY created_at, id LIMIT 1{d.skip_locked}"
+                ),
+                (pid,),
+            ).fetchone()
+            if row is None:
+                return None
+            cursor = conn.execute(
+                d.sql(
+                    "UPDATE tasks SET status = 'running', host = ? WHERE id = ? AND status = 'queued'"
+                ),
+                (bound_host, row[0]),
+            )
+            if cursor.rowcount != 1:  # the row is locked by this transaction; stay safe
+                return None
+            claimed = conn.execute(d.sql(f"{tasks.select_sql} WHERE id = ?"), (row[0],)).fetchone()
+        return None if claimed is None else tasks.decode(claimed)
+
+    # ---- FollowupTaker -----------------------------------------------------------------
+
+    def take_followups(self, task_id: str) -> tuple[str, ...]:
+        d = self._tables.dialect
+        tid = d.bind_text(text_value(task_id, "task_id"))
+        with self._db.write() as conn:
+            rows = conn.execute(
+                d.sql(
+                    "SELECT seq, text FROM followups WHERE task_id = ? AND NOT consumed"
+                    f" ORDER BY seq{d.lock_row}"
+                ),
+                (tid,),
+            ).fetchall()
+            if rows:
+                d.execute_many(
+                    conn,
+                    d.sql("UPDATE followups SET consumed = ? WHERE seq = ?"),
+                    [(d.bool_in(True), seq) for seq, _ in rows],
+                )
+        return tuple(d.stored_text(text) for _, text in rows)
+
+    # ---- AutomationAdmin ---------------------------------------------------------------
+
+    def list_automations(self, project_id: str | None) -> tuple[Automation, ...]:
+        codec, d = self._tables.automations, self._tables.dialect
+        if project_id is None:
+            rows = self._db.read(f"{codec.select_sql} WHERE status <> 'deleted' ORDER BY id")
+        else:
+            rows = self._db.read(
+                d.sql(
+                    f"{codec.select_sql} WHERE project_id = ? AND status <> 'deleted' ORDER BY id"
+                ),
+                (d.bind_text(text_value(project_id, "project_id")),),
+            )
+        return tuple(codec.decode(row) for row in rows)
+
+    def _rewrite_automation(self, automation_id: str, check: Any, change: Any) -> Automation | None:
+        """Read the row under the write lock, `check(current)` -> bool, write `change(current)`
+        with its derived next_run_at; the new row or None."""
+        codec, d = self._tables.automations, self._tables.dialect
+        aid = d.bind_text(text_value(automation_id, "automation_id"))
+        try:
+            with self._db.write() as conn:
+                row = conn.execute(
+                    d.sql(f"{codec.select_sql} WHERE id = ?{d.lock_row}"), (aid,)
+                ).fetchone()
+                if row is None:
+                    return None
+                current = codec.decode(row)
+                if not check(current):
+                    return None
+                updated: Automation = change(current)
+                sets = codec.encode_changes(
+                    {
+                        name: getattr(updated, name)
+                        for name in (
+                            "prompt",
+                            "interval_seconds",
+                            "first_run_at",
+                            "run_once",
+                            "status",
+                        )
+                    }
+                )
+                assignments = ", ".join(f"{quote(name)} = ?" for name, _ in sets)
+                conn.execute(
+                    d.sql(f"UPDATE automations SET {assignments}, next_run_at = ? WHERE id = ?"),
+                    (*(value for _, value in sets), stored_next_run_at(updated), aid),
+                )
+        except d.duplicate_key as exc:  # the partial unique index of step 3 (AUT-3)
+            current_row = get_by_id(self._db, codec, automation_id)
+            project = current_row.project_id if current_row is not None else "?"
+            name = current_row.name if current_row is not None else "?"
+            raise AutomationNameTaken(project, name) from exc
+        return updated
+
+    def set_automation_status(
+        self, automation_id: str, expected_status: str, status: str
+    ) -> Automation | None:
+        text_value(status, "status")
+        return self._rewrite_automation(
+            automation_id,
+            lambda a: a.status == expected_status,
+            lambda a: attrs.evolve(a, status=status),
+        )
+
+    def update_automation(
+        self, automation_id: str, changes: Mapping[str, object]
+    ) -> Automation | None:
+        unknown = set(changes) - _AUTOMATION_CHANGES
+        if unknown:
+            raise ValueError(f"cannot change automation field(s) {sorted(unknown)}")
+        fields: dict[str, Any] = dict(changes)
+        return self._rewrite_automation(
+            automation_id, lambda a: a.status != "deleted", lambda a: attrs.evolve(a, **fields)
+        )
+
+    # ---- RecordWriter ------------------------------------------------------------------
+
+    def put_project(self, project: Project) -> None:
+        codec, d = self._tables.projects, self._tables.dialect
+        values = codec.encode(project)
+        with self._db.write() as conn:
+            conn.execute(d.sql("DELETE FROM projects WHERE id = ?"), (d.bind_text(project.id),))
+            conn.execute(codec.insert_sql, values)
+
+    def set_permissions(self, user: str, project_id: str, grants: Collection[str]) -> None:
+        d = self._tables.dialect
+        u = d.bind_text(text_value(user, "user"))
+        p = d.bind_text(text_value(project_id, "project_id"))
+        names = sorted({text_value(g, "grant") for g in grants})
+        with self._db.write() as conn:
+            conn.execute(
+                d.sql('DELETE FROM permission_grants WHERE "user" = ? AND project = ?'), (u, p)
+            )
+            if names:
+                d.execute_many(
+                    conn,
+                    d.sql(
+                        'INSERT INTO permission_grants ("user", project, "grant") VALUES (?, ?, ?)'
+                    ),
+                    [(u, p, d.bind_text(g)) for g in names],
+                )
+            conn.execute(
+                d.sql(
+                    'INSERT INTO permission_entries ("user", project) VALUES (?, ?)'
+                    " ON CONFLICT DO NOTHING"
+                ),
+                (u, p),
+            )
+
+    def put_quota(self, quota: Quota) -> None:
+        codec, d = self._tables.quotas, self._tables.dialect
+        values = codec.encode(quota)
+        with self._db.write() as conn:
+            conn.execute(d.sql('DELETE FROM quotas WHERE "user" = ?'), (d.bind_text(quota.user),))
+            conn.execute(codec.insert_sql, values)
+
+    def charge_quota(self, user: str, usd: float) -> Quota | None:
+        codec, d = self._tables.quotas, self._tables.dialect
+        amount = codec.encode_value("used_usd", usd)
+        u = d.bind_text(text_value(user, "user"))
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                d.sql('UPDATE quotas SET used_usd = used_usd + ? WHERE "user" = ?'), (amount, u)
+            )
+            if cursor.rowcount != 1:
+                return None
+            row = conn.execute(d.sql(f'{codec.select_sql} WHERE "user" = ?'), (u,)).fetchone()
+        return None if row is None else codec.decode(row)
+
+    def record_cost(self, row: CostRow) -> None:
+        costs = self._tables.costs
+        self._db.run(costs.insert_sql, costs.encode(row))

@@ -1,0 +1,129 @@
+# Owns: the in-memory reference of the worker-loop ports (TaskClaimer, FollowupTaker), of
+# automation management (AutomationAdmin, SCH-7) and of the incremental record writers
+# (RecordWriter), as a mixin of MemoryStore. Operates on `self._state` under its lock.
+#
+# Invariants:
+#   Rule 1: claim_next_task picks the oldest queued task of the project (created_at, then
+#           id) and sets it running under the state lock: each task is claimed once.
+#   Rule 2: take_followups returns and marks consumed under the state lock, in queue order.
+#   Rule 3 (AUT-3): an automation becomes active only when no other active automation of
+#           its project has its name (AutomationNameTaken, nothing changed).
+#   Rule 4: list_automations never lists a deleted automation.
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any, Final
+
+import attrs
+
+from markertools.domain.model import Automation, CostRow, Project, Quota, Task
+from markertools.domain.ports import AutomationNameTaken
+from markertools_adapters.memory._automations import name_clash
+from markertools_adapters.memory._state import MemoryState
+
+AUTOMATION_CHANGES: Final[frozenset[str]] = frozenset(
+    {"prompt", "interval_seconds", "first_run_at", "run_once"}
+)
+
+
+def check_automation_changes(changes: Mapping[str, object]) -> None:
+    unknown = set(changes) - AUTOMATION_CHANGES
+    if unknown:
+        raise ValueError(f"cannot change automation field(s) {sorted(unknown)}")
+
+
+class WorkerMixin:
+    _state: MemoryState
+
+    # ---- TaskClaimer -------------------------------------------------------------------
+
+    def claim_next_task(self, project_id: str, host: str) -> Task | None:
+        with self._state.lock:
+            queued = [
+                t
+                for t in self._state.tasks.values()
+                if t.project_id == project_id and t.status == "queued"
+            ]
+            if not queued:
+                return None
+            oldest = min(queued, key=lambda t: (t.created_at, t.id))
+            claimed = attrs.evolve(oldest, status="running", host=host)
+            self._state.tasks[oldest.id] = claimed
+            return claimed
+
+    # ---- FollowupTaker -----------------------------------------------------------------
+
+    def take_followups(self, task_id: str) -> tuple[str, ...]:
+        with self._state.lock:
+            taken: list[str] = []
+            rows = self._state.followups
+            for i, f in enumerate(rows):
+                if f.task_id == task_id and not f.consumed:
+                    taken.append(f.text)
+                    rows[i] = attrs.evolve(f, consumed=True)
+            return tuple(taken)
+
+    # ---- AutomationAdmin ---------------------------------------------------------------
+
+    def list_automations(self, project_id: str | None) -> tuple[Automation, ...]:
+        with self._state.lock:
+            rows = [
+                a
+                for a in self._state.automations.values()
+                if a.status != "deleted" and (project_id is None or a.project_id == project_id)
+            ]
+        return tuple(sorted(rows, key=lambda a: a.id))
+
+    def set_automation_status(
+        self, automation_id: str, expected_status: str, status: str
+    ) -> Automation | None:
+        with self._state.lock:
+            current = self._state.automations.get(automation_id)
+            if current is None or current.status != expected_status:
+                return None
+            updated = attrs.evolve(current, status=status)
+            others = (a for k, a in self._state.automations.items() if k != automation_id)
+            if name_clash(updated, others):
+                raise AutomationNameTaken(updated.project_id, updated.name)
+            self._state.automations[automation_id] = updated
+            return updated
+
+    def update_automation(
+        self, automation_id: str, changes: Mapping[str, object]
+    ) -> Automation | None:
+        check_automation_changes(changes)
+        with self._state.lock:
+            current = self._state.automations.get(automation_id)
+            if current is None or current.status == "deleted":
+                return None
+            fields: dict[str, Any] = dict(changes)
+            updated = attrs.evolve(current, **fields)
+            self._state.automations[automation_id] = updated
+            return updated
+
+    # ---- RecordWriter ------------------------------------------------------------------
+
+    def put_project(self, project: Project) -> None:
+        with self._state.lock:
+            self._state.projects[project.id] = project
+
+    def set_permissions(self, user: str, project_id: str, grants: Collection[str]) -> None:
+        with self._state.lock:
+            self._state.permissions[(user, project_id)] = frozenset(grants)
+
+    def put_quota(self, quota: Quota) -> None:
+        with self._state.lock:
+            self._state.quotas[quota.user] = quota
+
+    def charge_quota(self, user: str, usd: float) -> Quota | None:
+        with self._state.lock:
+            current = self._state.quotas.get(user)
+            if current is None:
+                return None
+            charged = attrs.evolve(current, used_usd=current.used_usd + float(usd))
+            self._state.quotas[user] = charged
+            return charged
+
+    def record_cost(self, row: CostRow) -> None:
+        with self._state.lock:
+            self._state.costs.append(row)
