@@ -58,3 +58,17 @@ def test_an_unknown_zone_is_refused_when_set() -> None:
         with pytest.raises(ValueError):
             timeparse.set_default_time_zone(bad)
     assert timeparse.default_time_zone_name() == "Asia/Shanghai"
+
+
+@pytest.mark.rule("AUT-2")
+def test_reasons_name_the_configured_default_zone() -> None:
+    from markertools import parse_turn
+    from markertools.domain.timeparse import default_time_zone
+
+    body = '```automation-create\n{"prompt": "x", "first_run_at": "not a time"}\n```\n'
+    with default_time_zone("Europe/Berlin"):
+        reason = parse_turn(body).issues[0].reason.render("en")
+    assert "without one it is Europe/Berlin time" in reason
+    assert "Asia/Shanghai" not in reason
+    default = parse_turn(body).issues[0].reason.render("en")
+    assert "without one it is Asia/Shanghai time" in default

@@ -18,6 +18,7 @@ from typing import Final, Literal, TypeVar
 
 import attrs
 
+from markertools.domain.timeparse import default_time_zone_name
 from markertools.text.msg import Msg, msg
 
 FieldKind = Literal[
@@ -164,7 +165,7 @@ def expected(field: FieldSpec) -> Msg:
     if k == "epoch":
         return msg("parse.exp.epoch")
     if k == "time":
-        return msg("parse.exp.time")
+        return msg("parse.exp.time", zone=default_time_zone_name())
     if k == "bool":
         return msg("parse.exp.bool")
     return msg("parse.exp.forbidden")

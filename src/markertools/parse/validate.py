@@ -20,7 +20,12 @@ from typing import Any, Final
 
 import attrs
 
-from markertools.domain.timeparse import MS_THRESHOLD, epoch_from_number, parse_iso
+from markertools.domain.timeparse import (
+    MS_THRESHOLD,
+    default_time_zone_name,
+    epoch_from_number,
+    parse_iso,
+)
 from markertools.parse.jsonstrict import JsonRefusal, loads_object
 from markertools.parse.kindspec import (
     FieldSpec,
@@ -161,11 +166,25 @@ def _time(spelling: str, field: FieldSpec, value: object) -> float:
     if isinstance(value, str):
         seconds = parse_iso(value)
         if seconds is None:
-            raise _Skip(msg("parse.field.time", field=spelling, got=_got(value)))
+            raise _Skip(
+                msg(
+                    "parse.field.time",
+                    field=spelling,
+                    got=_got(value),
+                    zone=default_time_zone_name(),
+                )
+            )
     elif isinstance(value, int | float) and not isinstance(value, bool):
         seconds = epoch_from_number(float(value))
         if seconds is None:
-            raise _Skip(msg("parse.field.time", field=spelling, got=_got(value)))
+            raise _Skip(
+                msg(
+                    "parse.field.time",
+                    field=spelling,
+                    got=_got(value),
+                    zone=default_time_zone_name(),
+                )
+            )
     else:
         raise _type_error(spelling, field, value)
     if not EPOCH_MIN <= seconds <= EPOCH_MAX:

@@ -30,12 +30,12 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": (
             "refused: first_run_at {given} ({given_iso}) is before the current time {now} "
             "({now_iso}); give a later time (epoch seconds, or ISO 8601 - without an offset "
-            "it is Asia/Shanghai time), or leave first_run_at out to be due at once; "
+            "it is {zone} time), or leave first_run_at out to be due at once; "
             "nothing was registered"
         ),
         "zh": (
             "已拒绝：first_run_at {given}（{given_iso}）早于当前时间 {now}（{now_iso}）；"
-            "请给一个更晚的时间（epoch 秒，或 ISO 8601——不带偏移量时按 Asia/Shanghai 时间），"
+            "请给一个更晚的时间（epoch 秒，或 ISO 8601——不带偏移量时按 {zone} 时间），"
             "或不填 first_run_at 表示建完即到期；未登记任何自动化"
         ),
     },

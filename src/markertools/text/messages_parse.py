@@ -130,8 +130,8 @@ _FIELDS: Final[dict[str, dict[str, str]]] = {
         "zh": "字段 '{field}' 的值 {got} 超出公元 1–9999 年；应为真实的时间点",
     },
     "parse.field.time": {
-        "en": "field '{field}' is {got}; expected epoch seconds, or an ISO 8601 time written as 2026-10-30, 2026-10-30T09:00, 2026-10-30 09:00:00 or 2026-10-30T09:00:00+08:00 (Z or ±HH:MM offset; without one it is Asia/Shanghai time)",
-        "zh": "字段 '{field}' 的值是 {got}；应为 epoch 秒，或 ISO 8601 时间，写法如 2026-10-30、2026-10-30T09:00、2026-10-30 09:00:00 或 2026-10-30T09:00:00+08:00（偏移写 Z 或 ±HH:MM；不写偏移按 Asia/Shanghai 时间）",
+        "en": "field '{field}' is {got}; expected epoch seconds, or an ISO 8601 time written as 2026-10-30, 2026-10-30T09:00, 2026-10-30 09:00:00 or 2026-10-30T09:00:00+08:00 (Z or ±HH:MM offset; without one it is {zone} time)",
+        "zh": "字段 '{field}' 的值是 {got}；应为 epoch 秒，或 ISO 8601 时间，写法如 2026-10-30、2026-10-30T09:00、2026-10-30 09:00:00 或 2026-10-30T09:00:00+08:00（偏移写 Z 或 ±HH:MM；不写偏移按 {zone} 时间）",
     },
     "parse.field.empty_list": {
         "en": "field '{field}' is an empty list; expected {exp}",
@@ -186,8 +186,8 @@ _EXPECTED: Final[dict[str, dict[str, str]]] = {
         "zh": "epoch 秒，不小于 0 的数字（不小于 1e11 按毫秒计）",
     },
     "parse.exp.time": {
-        "en": 'epoch seconds (1e11 or more = milliseconds) or an ISO 8601 string such as "2026-10-30T09:00:00+08:00" (no offset = Asia/Shanghai)',
-        "zh": 'epoch 秒（不小于 1e11 按毫秒计）或 ISO 8601 字符串，如 "2026-10-30T09:00:00+08:00"（无偏移按 Asia/Shanghai）',
+        "en": 'epoch seconds (1e11 or more = milliseconds) or an ISO 8601 string such as "2026-10-30T09:00:00+08:00" (no offset = {zone})',
+        "zh": 'epoch 秒（不小于 1e11 按毫秒计）或 ISO 8601 字符串，如 "2026-10-30T09:00:00+08:00"（无偏移按 {zone}）',
     },
     "parse.exp.bool": {"en": "true or false", "zh": "true 或 false"},
     "parse.exp.forbidden": {"en": "nothing (leave it out)", "zh": "不填（去掉该字段）"},

@@ -31,6 +31,7 @@ from markertools.deliver.report import ReportEntry
 from markertools.domain.model import Automation
 from markertools.domain.ports import AutomationNameTaken
 from markertools.domain.schedule import shanghai_iso, shanghai_stamp
+from markertools.domain.timeparse import default_time_zone_name
 from markertools.parse.params import AutomationCreateParams
 from markertools.parse.plan import Command
 from markertools.text.msg import Msg, msg
@@ -89,6 +90,7 @@ def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
                 given_iso=shanghai_iso(params.first_run_at),
                 now=now,
                 now_iso=shanghai_iso(now),
+                zone=default_time_zone_name(),
             ),
         )
     project = ctx.sender.project_id
