@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -315,22 +315,22 @@ def deliver_turn(
     ctx = TurnContext(
         sender_task, ports, locale, plan, turn_id=turn_id, deadline_at=deadline_at, cancel=stop
     )
+    restored = _restored_entries(applied, len(plan.commands))
     ctx.restored_children = sum(
         1
-        for index, stored in applied.items()
-        if 0 <= index < len(plan.commands)
-        and plan.commands[index].kind == "task-create"
-        and '"outcome":"done"' in stored
+        for index, entry in restored.items()
+        if plan.commands[index].kind == "task-create" and entry.outcome == "done"
     )
     entries: list[ReportEntry] = []
     unrecorded = 0
     for index, cmd in enumerate(plan.commands):
         ctx.position = index
-        if index in applied:  # TRN-9: applied by an earlier delivery of this turn
-            entry = _restored(ctx, cmd, applied[index])
-            if entry is not None:
-                entries.append(entry)
-                continue
+        if index in restored:  # TRN-9: applied by an earlier delivery of this turn
+            entry = restored[index]
+            if cmd.kind == "task-create" and entry.outcome == "done" and entry.target:
+                ctx.register_created(getattr(cmd.params, "name", None), entry.target)  # VAL-8
+            entries.append(entry)
+            continue
         if index > 0 and not ctx.cancelled:
             # an unreadable sender does not stop the turn; its blocks report their own errors
             with contextlib.suppress(Exception):
@@ -366,16 +366,17 @@ def deliver_turn(
     return report
 
 
-def _restored(ctx: TurnContext, cmd: Command, stored: str) -> ReportEntry | None:
-    """The stored entry of an applied block, re-registering what it created (VAL-8)."""
-    try:
-        entry = entry_from_json(stored)
-    except ValueError as exc:
-        _warn("journal (a stored entry is damaged)", exc)
-        return None
-    if cmd.kind == "task-create" and entry.outcome == "done" and entry.target is not None:
-        ctx.register_created(getattr(cmd.params, "name", None), entry.target)
-    return entry
+def _restored_entries(applied: Mapping[int, str], blocks: int) -> dict[int, ReportEntry]:
+    """The stored entries of the blocks an earlier delivery of this turn applied; a
+    damaged one is left out (its block runs again, its derived id recognised)."""
+    out: dict[int, ReportEntry] = {}
+    for index, stored in applied.items():
+        if 0 <= index < blocks:
+            try:
+                out[index] = entry_from_json(stored)
+            except ValueError as exc:
+                _warn("journal (a stored entry is damaged)", exc)
+    return out
 
 
 def _queue(
