@@ -71,6 +71,7 @@ from markertools.plans import (
     normalize_cwd,
     overdue_turns,
     proposal_to_json,
+    validate_host_settings,
     validate_proposal,
 )
 from markertools.plans._machines import LIVE_ROLE_STATES
@@ -131,6 +132,19 @@ class _Run:
         return self.journal.state.proposal.workers
 
 
+def _checked_settings(settings: HostSettings) -> HostSettings:
+    """PLN-10 on the library path too (the CLI options and `validate_host_settings`
+    are not the only way in): settings outside the ranges are refused at construction,
+    not after a user has confirmed a run."""
+    raw = {"maxConcurrent": settings.max_concurrent, "pollMs": settings.poll_ms}
+    check = validate_host_settings(raw)
+    if check.settings is None:
+        issue = check.issues[0]
+        field = issue.path.removeprefix("$.")
+        raise ValueError(f"host settings: {field} {issue.message.render('en')}")
+    return settings
+
+
 class Supervisor:
     """The orchestration supervisor of one state directory (see the module header).
 
@@ -138,7 +152,11 @@ class Supervisor:
     `wait`, `dispatch`, `tune`, `control`, `finish`, `probe`, `threads`,
     `thread_read`) is what `dots run` and the MCP server call. Every call takes the
     caller's conversation id (`owner`) and raises `DotsError` (or a subclass) with the
-    field it concerns when refused."""
+    field it concerns when refused.
+
+    Raises (construction):
+        ValueError: `settings` outside PLN-10 (`maxConcurrent` 1-3, `pollMs` >= 1000),
+            naming the field."""
 
     def __init__(
         self,
@@ -156,7 +174,7 @@ class Supervisor:
         interrupt_grace: float = 10.0,
         locale: str = "en",
     ) -> None:
-        self.settings = settings or HostSettings()
+        self.settings = _checked_settings(settings or HostSettings())
         root = state_dir or self.settings.state_dir or default_state_dir()
         self.root = Path(root).expanduser()
         self.codex_bin = codex_bin or self.settings.codex_bin
