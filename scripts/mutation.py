@@ -74,6 +74,101 @@ EQUIVALENT: dict[str, str] = {
     # framing: an unknown locale renders in the default locale, "en"
     "markertools.inject.framing.x_frame_data__mutmut_1": "unknown locale renders as en",
     "markertools.inject.framing.x_frame_data__mutmut_2": "unknown locale renders as en",
+    # schedule: the correction loop (up to 4 steps) absorbs a first guess that is off by
+    # one or two, so these change no result; a non-finite slot is caught further down
+    "markertools.domain.schedule.x_next_slot_after__mutmut_6": "a non-finite slot fails later (floor raises, or the slot stays non-finite)",
+    "markertools.domain.schedule.x_next_slot_after__mutmut_14": "the correction loop absorbs the changed guess / step",
+    "markertools.domain.schedule.x_next_slot_after__mutmut_15": "the correction loop absorbs the changed guess / step",
+    "markertools.domain.schedule.x_next_slot_after__mutmut_16": "the correction loop absorbs the changed guess / step",
+    "markertools.domain.schedule.x_next_slot_after__mutmut_20": "the correction loop absorbs the changed guess / step",
+    "markertools.domain.schedule.x_next_slot_after__mutmut_28": "the correction loop absorbs the changed guess / step",
+    "markertools.domain.schedule.x_next_slot_after__mutmut_42": "the correction loop absorbs the changed guess / step",
+    # timeparse: the length guard is a speed guard (the regex caps a match at 35
+    # characters); the offset field is exactly 6 characters; datetime refuses a 24h offset;
+    # padding to 7 digits and cutting to 6 equals padding to 6
+    "markertools.domain.timeparse.x_parse_iso__mutmut_1": "no accepted ISO string is longer than 35 characters",
+    "markertools.domain.timeparse.x_parse_iso__mutmut_2": "no accepted ISO string is longer than 35 characters",
+    "markertools.domain.timeparse.x_parse_iso__mutmut_38": "the offset is exactly 6 characters: [4:7] == [4:6]",
+    "markertools.domain.timeparse.x_parse_iso__mutmut_41": "timezone() refuses an offset of 24 h, which is then None as well",
+    "markertools.domain.timeparse.x_parse_iso__mutmut_61": "ljust(7)[:6] == ljust(6)[:6]",
+    # jsonstrict: the internal exception's args are never read; float() is case-insensitive;
+    # the C-speed depth reduction is only a shortcut before the exact scan (a changed
+    # shortcut, or one that gives up, leaves the exact scan to answer); the exact scan's
+    # token tests only ever see one-character brackets or strings starting with '"'; a list
+    # nested past the depth limit never reaches the surrogate walk (too_deep refused it),
+    # so its depth bookkeeping only changes when the walk would exceed 32; the dense-body
+    # decoder choice and the scan's start offset only pick between equivalent decoders
+    # (StopIteration falls back to the full decode); the defensive except branch is
+    # unreachable (Rule 1 keeps RecursionError and huge ints away from json)
+    "markertools.parse.jsonstrict.xǁ_Refuseǁ__init____mutmut_1": "the exception's args are never shown",
+    "markertools.parse.jsonstrict.x__parse_float__mutmut_6": "float() is case-insensitive",
+    "markertools.parse.jsonstrict.x__parse_float__mutmut_9": "float() is case-insensitive",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_6": "the reduction is a shortcut; the exact scan decides",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_13": "the reduction is a shortcut; the exact scan decides",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_20": "the reduction is a shortcut; the exact scan decides",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_21": "the reduction is a shortcut; the exact scan decides",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_30": "the reduction is a shortcut; the exact scan decides",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_31": "the reduction is a shortcut; the exact scan decides",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_32": "the reduction is a shortcut; the exact scan decides",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_33": "the reduction is a shortcut; the exact scan decides",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_40": "tokens are one bracket or a string starting with a quote",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_47": "tokens are one bracket or a string starting with a quote",
+    "markertools.parse.jsonstrict.x__first_surrogate__mutmut_1": "the depth bound is never reached after too_deep",
+    "markertools.parse.jsonstrict.x__first_surrogate__mutmut_9": "the depth bound is never reached after too_deep",
+    "markertools.parse.jsonstrict.x__first_surrogate__mutmut_11": "the depth bound is never reached after too_deep",
+    "markertools.parse.jsonstrict.x__first_surrogate__mutmut_15": "the depth bound is never reached after too_deep",
+    "markertools.parse.jsonstrict.x__first_surrogate__mutmut_16": "the depth bound is never reached after too_deep",
+    "markertools.parse.jsonstrict.x__first_surrogate__mutmut_19": "the depth bound is never reached after too_deep",
+    "markertools.parse.jsonstrict.x__first_surrogate__mutmut_24": "the depth bound is never reached after too_deep",
+    "markertools.parse.jsonstrict.x__first_surrogate__mutmut_25": "the depth bound is never reached after too_deep",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_17": "only chooses between equivalent decode paths",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_28": "only chooses between equivalent decode paths",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_30": "only chooses between equivalent decode paths",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_31": "only chooses between equivalent decode paths",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_42": "only chooses between equivalent decode paths",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_45": "only chooses between equivalent decode paths",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_99": "only chooses between equivalent decode paths",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_72": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_73": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_74": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_75": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_76": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_77": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_78": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_79": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_80": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_81": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_82": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_83": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_84": "defensive branch, unreachable (Rule 1)",
+    "markertools.parse.jsonstrict.x_loads_object__mutmut_85": "defensive branch, unreachable (Rule 1)",
+    # validate: the internal exception's args are never read; None renders as "null";
+    # repr and str agree on int and float; aliases of one field share a type once
+    # `type(a) is type(b)` passed, and zip runs on equal lengths; the table gives every
+    # ref_list a max_items, has a converter for every field kind, puts no ref_list in a kind
+    # with a non-param field (so the dropped ids filter never applies there) and every
+    # kind that filters has a non-param field; the fast path is a speed path; post-rules
+    # read only the keys of `written`; the notes list is the same with or without the
+    # shortcut; wait_seconds is always in the values (its default is None)
+    "markertools.parse.validate.xǁ_Skipǁ__init____mutmut_1": "the exception's args are never shown",
+    "markertools.parse.validate.x__got__mutmut_15": "None renders as null",
+    "markertools.parse.validate.x__got__mutmut_23": "repr and str agree on floats",
+    "markertools.parse.validate.x__got__mutmut_24": "repr and str agree on ints",
+    "markertools.parse.validate.x__same_json__mutmut_5": "types already equal, lengths already equal",
+    "markertools.parse.validate.x__same_json__mutmut_15": "types already equal, lengths already equal",
+    "markertools.parse.validate.x__same_json__mutmut_18": "types already equal, lengths already equal",
+    "markertools.parse.validate.x__same_json__mutmut_19": "types already equal, lengths already equal",
+    "markertools.parse.validate.x__same_json__mutmut_20": "types already equal, lengths already equal",
+    "markertools.parse.validate.x__ref_list__mutmut_70": "every ref_list field has max_items",
+    "markertools.parse.validate.x__fold_wait_seconds__mutmut_4": "wait_seconds is always in the values",
+    "markertools.parse.validate.x_validate_parts__mutmut_3": "the fast path is a speed path (property-tested)",
+    "markertools.parse.validate.xǁ_Planǁ__init____mutmut_9": "every field kind has a converter",
+    "markertools.parse.validate.xǁ_Planǁ__init____mutmut_11": "every field kind has a converter",
+    "markertools.parse.validate.xǁ_Planǁ__init____mutmut_18": "filtering is the identity on kinds whose fields are all params",
+    "markertools.parse.validate.x__validate_object__mutmut_46": "post-rules read only the keys of `written`",
+    "markertools.parse.validate.x__validate_object__mutmut_64": "the same (empty) notes list either way",
+    "markertools.parse.validate.x__validate_object__mutmut_86": "no kind that filters has a ref_list",
+    "markertools.parse.validate.x__validate_object__mutmut_87": "no kind that filters has a ref_list",
 }
 
 COPIED: tuple[str, ...] = ("src", "tests", "examples", "docs", "scripts")
@@ -146,11 +241,17 @@ def main() -> int:
     parser.add_argument("modules", nargs="*", metavar="MODULE", help=", ".join(MODULES))
     parser.add_argument("--keep", type=Path, default=None)
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    parser.add_argument(
+        "--report", type=Path, default=None, metavar="DIR",
+        help="do not run: score the copy an earlier --keep DIR left (after editing EQUIVALENT)",
+    )  # fmt: skip
     args = parser.parse_args()
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(MODULES)}")
     names = list(args.modules) or list(MODULES)
+    if args.report is not None:
+        return _score(args.report, names, _results(args.report), None)
     work = args.keep or Path(tempfile.mkdtemp(prefix="markertools-mutation-"))
     if args.keep and work.exists():
         shutil.rmtree(work)
@@ -172,6 +273,16 @@ def main() -> int:
     if run.returncode != 0 and not status:
         print(f"mutmut run failed (exit {run.returncode}); copy kept in {work}")
         return 2
+    ok = _score(work, names, status, elapsed)
+    if args.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"copy kept in {work}")
+    return ok
+
+
+def _score(work: Path, names: list[str], status: dict[str, str], elapsed: float | None) -> int:
+    """Print the score per module and the survivors; 0 when the goals are met."""
     per: dict[str, dict[str, int]] = {n: {} for n in names}
     survivors: list[tuple[str, str]] = []
     for mutant, verdict in sorted(status.items()):
@@ -184,7 +295,8 @@ def main() -> int:
         per[module][key] = per[module].get(key, 0) + 1
         if key in ("survived", "no tests", "timeout", "suspicious"):
             survivors.append((mutant, verdict))
-    print(f"mutmut {_version()} on {len(names)} module(s), {elapsed / 60:.1f} min\n")
+    took = f", {elapsed / 60:.1f} min" if elapsed is not None else f" (report of {work})"
+    print(f"mutmut {_version()} on {len(names)} module(s){took}\n")
     print(f"{'module':<16} {'mutants':>7} {'killed':>7} {'equiv.':>7} {'left':>5} {'score':>7}")
     total = killed_all = equivalent_all = 0
     ok = True
@@ -211,10 +323,6 @@ def main() -> int:
             print(f"  {mutant}: {verdict}")
     print(f"\ngoals (100% in {', '.join(sorted(FULL))}, >= {OVERALL_GOAL:.0f}% overall): "
           f"{'met' if ok else 'NOT met'}")  # fmt: skip
-    if args.keep is None:
-        shutil.rmtree(work, ignore_errors=True)
-    else:
-        print(f"copy kept in {work}")
     return 0 if ok else 1
 
 

@@ -218,19 +218,36 @@ def test_dense_and_sparse_bodies_decode_alike() -> None:
     ("text", "deep"),
     [
         # unbalanced, so the C-speed reduction leaves brackets and the exact scan decides
+        # (each has more than 32 openers: fewer are never too deep, and are not scanned)
         ("{" * 33, True),
-        ("{" * 32 + "]", False),
-        ("[" * 32 + "}", False),  # exactly the limit
+        ("{}" + "{" * 32 + "]", False),
+        ("[]" + "[" * 32 + "}", False),  # exactly the limit
         ("[" * 33 + "}", True),
         ("[" * 20 + "]" * 20 + "[" * 20 + "}", False),  # closers bring the depth down
         ("[" * 20 + "]" * 10 + "[" * 23 + "}", True),  # 10 still open, then 23 more
         ("[" * 20 + "]" * 10 + "[" * 22 + "}", False),
-        ("]" * 40 + "[" * 32 + "}", False),  # leading closers never go below zero
+        ("]" * 40 + "[]" + "[" * 32 + "}", False),  # closers never go below zero
         ("]" * 40 + "[" * 33 + "}", True),
     ],
 )
 def test_the_exact_depth_scan_counts_openers_and_closers(text: str, deep: bool) -> None:
     assert too_deep(text) is deep
+
+
+@pytest.mark.rule("VAL-1")
+def test_bodies_with_few_openers_are_never_too_deep() -> None:
+    assert not too_deep("]" * 100 + "[" * 32)
+    assert not too_deep("[" * 32)
+
+
+@pytest.mark.rule("VAL-1")
+def test_a_surrogate_deep_in_nested_objects_is_found() -> None:
+    for depth in (1, 17, 31):
+        body = '{"a": ' * depth + '["\\ud800"]' + "}" * depth
+        assert reason(body) == (
+            "the body contains an unpaired surrogate (U+D800), which is not valid Unicode; "
+            "expected valid text"
+        ), depth
 
 
 @pytest.mark.rule("VAL-1")
@@ -242,3 +259,18 @@ def test_a_surrogate_deep_in_nested_lists_is_found() -> None:
             "the body contains an unpaired surrogate (U+D800), which is not valid Unicode; "
             "expected valid text"
         ), depth
+
+
+@pytest.mark.rule("VAL-1")
+def test_a_raw_unpaired_surrogate_in_the_text_is_refused_too() -> None:
+    # not an escape: the character itself (a Python str can hold it, UTF-8 cannot)
+    assert reason('{"a": "é\ud800"}') == (
+        "the body contains an unpaired surrogate (U+D800), which is not valid Unicode; "
+        "expected valid text"
+    )
+
+
+@pytest.mark.rule("VAL-1")
+@pytest.mark.parametrize("body", ["X", "x", "XX \n", "{X}"])
+def test_text_that_is_not_blank_is_a_syntax_error_not_an_empty_body(body: str) -> None:
+    assert reason(body).startswith("the body is not valid JSON: ")

@@ -55,7 +55,8 @@ COMMON: tuple[tuple[str, Any], ...] = (
     ("int64-max+1", 2**63),
     ("int64-min-1", -(2**63) - 1),
     ("big-float", 1.5e300),
-    ("integral-float-40-digits", 1e39),
+    ("integral-float-39-digits", 1e39),
+    ("integral-float-40-digits", 2e39),
     ("integral-float-41-digits", 1e40),
     ("ms-epoch-max", 253_402_300_799_000),
     ("empty", ""),
@@ -235,12 +236,15 @@ def test_every_field_outcome_equals_its_golden_outcome() -> None:
 
 
 @pytest.mark.rule("VAL-1", "VAL-4", "VAL-7")
-def test_a_fresh_copy_of_a_kind_validates_alike() -> None:
-    # the per-kind plan is cached by identity; a copy builds its own in this process
+def test_a_fresh_copy_of_a_kind_validates_as_the_golden_file_says() -> None:
+    # the per-kind plan is cached by identity, so in a process where the table's kinds
+    # were validated before, their plans are old; a copy builds its own plan here
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
     for name, kind, body in _cases():
         copy = attrs.evolve(kind)
         assert copy is not kind
-        assert _outcome(copy, body) == _outcome(kind, body), name
+        expected = {k: v for k, v in golden[name].items() if k != "body"}
+        assert _outcome(copy, body) == expected, name
 
 
 @pytest.mark.rule("VAL-6")

@@ -15,6 +15,7 @@ from markertools.plans import (
     transition,
 )
 from markertools.plans._machines import LIVE_ROLE_STATES
+from markertools.text.msg import msg
 
 # Written from PLN-6 (plus the two documented additions: paused -> awaiting-decision
 # on resume, starting -> stopping), independently of the module's tables.
@@ -116,7 +117,13 @@ def test_unknown_events_refused(machine: object) -> None:
 
     assert isinstance(machine, Machine)
     got = transition(machine, machine.states[0], "explode")
-    assert isinstance(got, Illegal) and "has no event 'explode'" in got.reason.render()
+    assert isinstance(got, Illegal)
+    assert got.reason.render() == f"{machine.name} has no event 'explode'"
+    named = transition(
+        machine, machine.states[0], "explode", msg("plan.subject_role", name="'fixer'")
+    )
+    assert isinstance(named, Illegal)
+    assert named.reason.render() == "role 'fixer' has no event 'explode'"
 
 
 @pytest.mark.rule("PLN-6")

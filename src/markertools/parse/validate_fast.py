@@ -54,13 +54,14 @@ _WAIT_FOLDS: Final[tuple[str, str]] = ("interval_seconds", "timeout_seconds")
 
 
 class _FastPlan:
-    __slots__ = ("canon", "defaults", "fields", "fold", "params", "updatable")
+    __slots__ = ("by_name", "defaults", "fold", "params", "required", "updatable")
 
     def __init__(self, kind: KindSpec) -> None:
         self.params = kind.params
-        self.canon = frozenset(f.name for f in kind.fields)
         self.defaults = {f.name: default_of(kind, f) for f in kind.fields if f.param}
-        self.fields = tuple(_field(f) for f in kind.fields)
+        # canonical name -> field facts: the loop visits only the fields a body writes
+        self.by_name = {f.name: _field(f) for f in kind.fields}
+        self.required = tuple(f.name for f in kind.fields if f.required)
         needs = "needs_update" in kind.post_rules
         self.updatable = tuple(f.name for f in kind.fields if f.name != "id") if needs else ()
         # the clamps wait_seconds must fit (POL-1), None when the kind has no such rule
@@ -102,30 +103,35 @@ def _plan(kind: KindSpec) -> _FastPlan | None:
 def fast_params(kind: KindSpec, body: dict[str, Any]) -> Params | None:
     """The params of `body` when it takes the happy path (Rules 1, 2), else None."""
     plan = _plan(kind)
-    if plan is None or not plan.canon.issuperset(body):
+    if plan is None:
         return None
+    by_name = plan.by_name
+    for name in plan.required:
+        if body.get(name) is None:
+            return None
     args = plan.defaults.copy()
     wait = None
-    for (
-        name,
-        code,
-        required,
-        param,
-        nonblank,
-        lo,
-        hi,
-        empty_none,
-        choices,
-        folds,
-        low,
-        high,
-        most,
-    ) in plan.fields:
-        v = body.get(name)
-        if v is None:
-            if required:
-                return None
+    for key, v in body.items():
+        spec = by_name.get(key)
+        if spec is None:  # an alias or an unknown field: the full validator notes it
+            return None
+        if v is None:  # VAL-2: null = absent (the default stays)
             continue
+        (
+            name,
+            code,
+            _required,
+            param,
+            nonblank,
+            lo,
+            hi,
+            empty_none,
+            choices,
+            folds,
+            low,
+            high,
+            most,
+        ) = spec
         if not param:
             if name != "wait_seconds" or plan.fold is None or v.__class__ is not int:
                 return None
