@@ -5,6 +5,8 @@ mutation run showed reasons whose arguments no test read)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from markertools.parse.jsonstrict import (
     MAX_BODY_CHARS,
@@ -274,3 +276,50 @@ def test_a_raw_unpaired_surrogate_in_the_text_is_refused_too() -> None:
 @pytest.mark.parametrize("body", ["X", "x", "XX \n", "{X}"])
 def test_text_that_is_not_blank_is_a_syntax_error_not_an_empty_body(body: str) -> None:
     assert reason(body).startswith("the body is not valid JSON: ")
+
+
+def _reference_depth_exceeds(text: str, limit: int) -> bool:
+    """The exact scan, written out: a string runs to its closing quote or to the end of
+    the text (one that ends in a lone backslash is no string: its quote is skipped), and
+    stray closers clamp the depth at zero."""
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                if text[j] == "\\":
+                    if j + 1 == n:
+                        break  # a lone backslash at the end: no string here
+                    j += 1
+                j += 1
+            if j < n and text[j] == "\\":
+                i += 1
+                continue
+            i = j + 1
+            continue
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return False
+
+
+@pytest.mark.rule("VAL-1")
+@example('"[[[[[[[\\', 3)
+@given(
+    st.text(alphabet='[]{}"\\a é\ud800', max_size=120),
+    st.integers(min_value=0, max_value=6),
+)
+def test_too_deep_agrees_with_the_exact_scan(text: str, limit: int) -> None:
+    assert too_deep(text, limit) is _reference_depth_exceeds(text, limit)
+
+
+@pytest.mark.rule("VAL-1")
+@given(st.integers(min_value=0, max_value=40), st.integers(min_value=1, max_value=5))
+def test_too_deep_on_balanced_nests(depth: int, copies: int) -> None:
+    text = ("[" * depth + '"]["' + "]" * depth) * copies
+    assert too_deep(text) is (depth > MAX_DEPTH)
