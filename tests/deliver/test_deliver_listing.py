@@ -79,10 +79,22 @@ def test_task_list_rows_show_the_start_of_the_prompt_on_one_line():
 
 
 @pytest.mark.rule("TLS-2", "GAT-4")
-@pytest.mark.parametrize("perms", [FixedPermissions([]), RaisingPermissions()])
-def test_task_list_requires_read(perms):
+@pytest.mark.parametrize(
+    ("perms", "reason"),
+    [
+        (FixedPermissions([]), "your creator (u1) lacks the 'read' permission on project p1"),
+        (
+            RaisingPermissions(),
+            "the 'read' permission lookup failed (ConnectionError: permission service "
+            "unreachable); denied, because a failed lookup never grants",
+        ),
+    ],
+)
+def test_task_list_requires_read(perms, reason):
     r = rig(make_world(task("t1")), permissions=perms)
-    assert r.deliver(listing()).entries[0].outcome == "rejected"
+    entry = r.deliver(listing()).entries[0]
+    assert entry.outcome == "rejected"
+    assert entry.reason.render("en") == reason
 
 
 # ---- task-cost ----------------------------------------------------------------------------------
@@ -221,4 +233,8 @@ def test_quota_falls_back_to_the_parent_creator_and_rejects_when_neither():
 @pytest.mark.rule("QUO-1", "GAT-4")
 def test_quota_requires_read():
     r = rig(make_world(task("t1")), permissions=FixedPermissions(["create_task"]))
-    assert r.deliver(quota()).entries[0].outcome == "rejected"
+    entry = r.deliver(quota()).entries[0]
+    assert entry.outcome == "rejected"
+    assert (
+        entry.reason.render("en") == "your creator (u1) lacks the 'read' permission on project p1"
+    )

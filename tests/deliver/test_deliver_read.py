@@ -225,6 +225,10 @@ def test_a_wait_with_no_valid_target_is_rejected_without_waiting():
     r = rig(make_world(task("t1")))
     report = r.deliver(wait("ghost", "t1"))
     assert report.entries[0].outcome == "rejected"
+    assert report.entries[0].reason.render("en") == (
+        "no target can be waited for:\ntask ghost: not waited for: task ghost does not exist\n\n"
+        "task t1: not waited for: a task cannot wait for itself"
+    )
     assert r.clock.slept == []
 
 

@@ -390,6 +390,9 @@ def test_retry_refuses_other_statuses(status):
     r = rig(make_world(task("t1"), task("t2", status=status)))
     report = r.deliver(retry("t2"))
     assert report.entries[0].outcome == "rejected"
+    assert report.entries[0].reason.render("en") == (
+        f"task t2 is '{status}'; only failed, interrupted or merge-failed tasks can be retried"
+    )
     assert r.task("t2").status == status
 
 

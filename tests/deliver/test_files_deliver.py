@@ -190,6 +190,14 @@ def test_bad_paths_are_rejected_before_the_port_is_called(tmp_path: Path) -> Non
     bad = ["/etc/passwd", "../x", "a/../../b", "C:\\x", "\\\\srv\\share", "a\x00b"]
     report = deliver(ports, *(files_cmd("t1", p) for p in bad), files_cmd("t1", "./src//a.py"))
     assert [e.outcome for e in report.entries] == ["rejected"] * len(bad) + ["done"]
+    assert [e.reason.render("en") for e in report.entries[:-1]] == [
+        "path /etc/passwd is absolute; give a path relative to the task's worktree (e.g. src/main.py)",
+        "path ../x contains a '..' segment; paths must stay inside the worktree",
+        "path a/../../b contains a '..' segment; paths must stay inside the worktree",
+        "path C:\\x starts with a drive letter; give a path relative to the task's worktree",
+        "path \\\\srv\\share is a UNC / network path; give a path relative to the task's worktree",
+        "path a\\x00b contains a NUL byte; give a plain relative path",
+    ]
     assert fake.calls == [("t1", "src/a.py")]  # normalised, and only the good one
 
 

@@ -348,6 +348,10 @@ def test_update_task_link_must_stay_in_the_project() -> None:
     )
     bad, good = report.entries
     assert bad.outcome == "rejected" and good.outcome == "done"
+    assert bad.reason.render("en") == (
+        "refused: task_id 'x1' names no task in this project (a todo can only be linked to "
+        "a task of the sender's project); nothing changed"
+    )
     assert store.get_todo("d1").task_id == "t2"
 
 
