@@ -92,8 +92,8 @@ EQUIVALENT: dict[str, str] = {
     "markertools.domain.timeparse.x_parse_iso__mutmut_41": "timezone() refuses an offset of 24 h, which is then None as well",
     "markertools.domain.timeparse.x_parse_iso__mutmut_61": "ljust(7)[:6] == ljust(6)[:6]",
     # jsonstrict: the internal exception's args are never read; float() is case-insensitive;
-    # the C-speed depth reduction is only a shortcut before the exact scan (a changed
-    # shortcut, or one that gives up, leaves the exact scan to answer); the exact scan's
+    # the C-speed running sum of bracket steps is only a shortcut before the exact scan (a
+    # shortcut taken less often leaves the exact scan to answer alike); the exact scan's
     # token tests only ever see one-character brackets or strings starting with '"'; a list
     # nested past the depth limit never reaches the surrogate walk (too_deep refused it),
     # so its depth bookkeeping only changes when the walk would exceed 32; the dense-body
@@ -103,16 +103,14 @@ EQUIVALENT: dict[str, str] = {
     "markertools.parse.jsonstrict.xǁ_Refuseǁ__init____mutmut_1": "the exception's args are never shown",
     "markertools.parse.jsonstrict.x__parse_float__mutmut_6": "float() is case-insensitive",
     "markertools.parse.jsonstrict.x__parse_float__mutmut_9": "float() is case-insensitive",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_6": "the reduction is a shortcut; the exact scan decides",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_13": "the reduction is a shortcut; the exact scan decides",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_20": "the reduction is a shortcut; the exact scan decides",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_21": "the reduction is a shortcut; the exact scan decides",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_30": "the reduction is a shortcut; the exact scan decides",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_31": "the reduction is a shortcut; the exact scan decides",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_32": "the reduction is a shortcut; the exact scan decides",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_33": "the reduction is a shortcut; the exact scan decides",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_40": "tokens are one bracket or a string starting with a quote",
-    "markertools.parse.jsonstrict.x_too_deep__mutmut_47": "tokens are one bracket or a string starting with a quote",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_6": "at most `limit` openers can never be deeper than the limit",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_13": "the replacement holds no bracket and no quote",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_22": "codec name case",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_42": "an empty list only has a default; both defaults pass",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_43": "min 0 now takes the exact scan, which answers alike",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_44": "min 0 now takes the exact scan, which answers alike",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_56": "tokens are one bracket or a string starting with a quote",
+    "markertools.parse.jsonstrict.x_too_deep__mutmut_63": "tokens are one bracket or a string starting with a quote",
     "markertools.parse.jsonstrict.x__first_surrogate__mutmut_1": "the depth bound is never reached after too_deep",
     "markertools.parse.jsonstrict.x__first_surrogate__mutmut_9": "the depth bound is never reached after too_deep",
     "markertools.parse.jsonstrict.x__first_surrogate__mutmut_11": "the depth bound is never reached after too_deep",

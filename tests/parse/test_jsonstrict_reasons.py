@@ -230,10 +230,23 @@ def test_dense_and_sparse_bodies_decode_alike() -> None:
         ("[" * 20 + "]" * 10 + "[" * 22 + "}", False),
         ("]" * 40 + "[]" + "[" * 32 + "}", False),  # closers never go below zero
         ("]" * 40 + "[" * 33 + "}", True),
+        ('"' + "[" * 40 + '"', False),  # every bracket inside a string
+        # a stray closer or an unclosed string: the exact scan decides
+        ("[" * 32 + '"' + "[" * 5, False),
+        ("[" * 33 + '"' + "[" * 5, True),
+        ("]" + "[" * 20 + "]" * 10 + "[" * 23, True),
+        ("]" + "[" * 20 + "]" * 10 + "[" * 22, False),
     ],
 )
 def test_the_exact_depth_scan_counts_openers_and_closers(text: str, deep: bool) -> None:
     assert too_deep(text) is deep
+
+
+@pytest.mark.rule("VAL-1")
+def test_a_limit_of_zero_counts_only_brackets_outside_strings() -> None:
+    assert not too_deep('"[["', 0)
+    assert too_deep('"[[" [', 0)
+    assert not too_deep('"[[" ]', 0)
 
 
 @pytest.mark.rule("VAL-1")
