@@ -338,6 +338,21 @@ def main() -> None:
             f"{kind:>26}: n={len(small):>9} {t_small * 1e3:8.1f}ms  10n={len(large):>9} "
             f"{t_large * 1e3:9.1f}ms  ratio {t_large / t_small:5.1f}"
         )
+    # the one case near the goal: how much of it is CPython's cyclic garbage collector
+    # (it walks every live object on a full collection, and this input makes ~1M of them)
+    small, large = adversarial("unclosed openers in lists", base_n), adversarial(
+        "unclosed openers in lists", base_n * 10
+    )
+    gc.disable()
+    try:
+        t_small = best(lambda t=small: parse_turn(t), repeat)
+        t_large = best(lambda t=large: parse_turn(t), max(1, repeat // 2))
+    finally:
+        gc.enable()
+    print(
+        f"{'... in lists, gc disabled':>26}: ratio {t_large / t_small:5.1f} "
+        "(the rest of the ratio above is the garbage collector's full collections)"
+    )
     big = adversarial("unclosed openers", 100_000)
     t_big = best(lambda: parse_turn(big), 1)
     print(f"100k unclosed openers ({len(big) / 1e6:.1f} MB): {t_big * 1e3:.0f}ms")

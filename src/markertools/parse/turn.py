@@ -17,11 +17,12 @@ import json
 from markertools.parse.blocks import RawBlock, extract_blocks
 from markertools.parse.jsonstrict import MAX_BODY_CHARS
 from markertools.parse.kinds import EXEC_ORDER, KIND_BY_NAME
+from markertools.parse.kindspec import KindSpec
 from markertools.parse.params import Params
 from markertools.parse.plan import BlockIssue, Command, IssueOutcome, TurnPlan
 from markertools.parse.validate import validate_parts
 from markertools.text.inline import shown
-from markertools.text.msg import Msg, msg
+from markertools.text.msg import Msg, MsgArg, msg
 
 
 def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
@@ -41,13 +42,10 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
         outcome: IssueOutcome = "skipped"
         if seen > kind.cap:
             outcome = "ignored"
-            if kind.aliases:
-                reason = msg(
-                    "parse.over_cap_aliases",
-                    kind=kind.name, cap=kind.cap, names=kind.names, position=seen,
-                )  # fmt: skip
-            else:
-                reason = msg("parse.over_cap", kind=kind.name, cap=kind.cap, position=seen)
+            # the reason of msg("parse.over_cap[_aliases]", kind=, cap=, [names=,]
+            # position=), its fixed arguments shared: a turn may hold 100,000 such blocks
+            key, fixed = _over_cap(kind)
+            reason = Msg(key, (*fixed, ("position", seen)))
         elif not block.closed:
             reason = msg("parse.unclosed", written=shown(block.info), line=block.line)
         else:
@@ -65,6 +63,22 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
         _collect_create_name(kind.name, block.body, unexecuted_names)
     commands.sort(key=lambda item: (item[0], item[1]))
     return TurnPlan(tuple(c for _, _, c in commands), tuple(issues), tuple(unexecuted_names))
+
+
+_OVER_CAP: dict[str, tuple[str, tuple[tuple[str, MsgArg], ...]]] = {}
+
+
+def _over_cap(kind: KindSpec) -> tuple[str, tuple[tuple[str, MsgArg], ...]]:
+    """The key and the arguments before `position` of an over-cap reason (per kind)."""
+    known = _OVER_CAP.get(kind.name)
+    if known is None:
+        fixed: tuple[tuple[str, MsgArg], ...] = (("kind", kind.name), ("cap", kind.cap))
+        if kind.aliases:
+            known = ("parse.over_cap_aliases", (*fixed, ("names", kind.names)))
+        else:
+            known = ("parse.over_cap", fixed)
+        _OVER_CAP[kind.name] = known
+    return known
 
 
 def _collect_create_name(kind: str, body: str, names: list[str]) -> None:
