@@ -52,9 +52,9 @@ OVERALL_GOAL = 95.0
 # Survivors that are truly equivalent, by mutmut name; docs/qa.md gives each reason.
 EQUIVALENT: dict[str, str] = {
     # gates: "tasks.gate_goal" takes no {verb} (en and zh), so the verb argument is unused
-    "markertools.deliver.gates.x_control_gate__mutmut_32": "gate_goal template has no {verb}",
-    "markertools.deliver.gates.x_control_gate__mutmut_35": "gate_goal template has no {verb}",
-    "markertools.deliver.gates.x_control_gate__mutmut_39": "gate_goal template has no {verb}",
+    "markertools.deliver.gates.x_control_gate__mutmut_16": "gate_goal template has no {verb}",
+    "markertools.deliver.gates.x_control_gate__mutmut_19": "gate_goal template has no {verb}",
+    "markertools.deliver.gates.x_control_gate__mutmut_23": "gate_goal template has no {verb}",
     # paths: no character of _CONTROL lies in 0xA0..0x2027, so `code <= 0xFF` equals
     # `code < 0xFF` and `code <= 256` on every input that reaches _escape_control
     "markertools.deliver.paths.x__escape_control__mutmut_17": "no control char is U+00FF",

@@ -70,6 +70,13 @@ class NoopExecutor:
         return KillResult(signalled=False)
 
 
+def auto(**kw: object) -> Automation:
+    """An automation row with the given fields (id a1, project p1, name n, prompt p)."""
+    fields: dict[str, object] = {"id": "a1", "project_id": "p1", "name": "n", "prompt": "p"}
+    fields.update(kw)
+    return Automation(**fields)  # type: ignore[arg-type]
+
+
 def make_ports(store: Any, *, clock: Any = None, random: Any = None, **over: Any) -> Ports:
     """A Ports bundle whose storage ports are all `store`; `over` replaces single ports."""
     fields: dict[str, Any] = {

@@ -8,7 +8,7 @@ import attrs
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from strategies_todo import NOW, automations, epoch, intervals
+from strategies_todo import NOW, auto, automations, epoch, intervals
 
 from markertools.domain.model import Automation
 from markertools.domain.schedule import (
@@ -19,12 +19,6 @@ from markertools.domain.schedule import (
     shanghai_iso,
     shanghai_stamp,
 )
-
-
-def auto(**kw: object) -> Automation:
-    fields: dict[str, object] = {"id": "a1", "project_id": "p1", "name": "n", "prompt": "p"}
-    fields.update(kw)
-    return Automation(**fields)  # type: ignore[arg-type]
 
 
 @pytest.mark.rule("SCH-1")

@@ -9,15 +9,9 @@ import math
 import random
 
 import pytest
+from strategies_todo import auto
 
-from markertools.domain.model import Automation
 from markertools.domain.schedule import has_run, is_due, next_run_at, next_slot_after
-
-
-def auto(**kw: object) -> Automation:
-    fields: dict[str, object] = {"id": "a1", "project_id": "p1", "name": "n", "prompt": "p"}
-    fields.update(kw)
-    return Automation(**fields)  # type: ignore[arg-type]
 
 
 def first_later_slot(slot: float, t: float, interval: int) -> int:

@@ -76,15 +76,11 @@ def control_gate(
 ) -> Decision:
     """GAT-1 in order, with GAT-2 when the permission lookup failed. `in_lineage` is the
     LIN-4 fact for (sender, target); `permission` the answer for CONTROL_PERMISSION[action]."""
-    # (1) target exists
-    if target is None:
-        return Denied(msg("tasks.gate_missing", id=shown(target_id)))
-    # (2) same project
-    if target.project_id != sender.project_id:
-        return Denied(msg("tasks.gate_other_project", id=shown(target.id)))
-    # (3) not the sender
-    if target.id == sender.id:
-        return Denied(msg("tasks.gate_self", verb=verb(action)))
+    # (1) target exists, (2) same project, (3) not the sender
+    basics = _target_basics(sender, target, target_id, action)
+    if basics is not None:
+        return basics
+    assert target is not None  # (a missing target is denied by _target_basics)
     # (4) not a goal task
     if is_goal_task(target):
         return Denied(msg("tasks.gate_goal", id=shown(target.id), verb=verb(action)))
@@ -119,13 +115,21 @@ def read_target_gate(
     sender: Task, target: Task | None, target_id: str, action: ReadAction
 ) -> Decision:
     """POL-2 / WAI-3: the target exists, is in the sender's project and is not the sender."""
+    return _target_basics(sender, target, target_id, action) or Allowed()
+
+
+def _target_basics(
+    sender: Task, target: Task | None, target_id: str, action: ControlAction | ReadAction
+) -> Denied | None:
+    """The first three checks every targeted gate makes, in order (GAT-1 (1)-(3), POL-2):
+    the target exists, is in the sender's project and is not the sender."""
     if target is None:
         return Denied(msg("tasks.gate_missing", id=shown(target_id)))
     if target.project_id != sender.project_id:
         return Denied(msg("tasks.gate_other_project", id=shown(target.id)))
     if target.id == sender.id:
         return Denied(msg("tasks.gate_self", verb=verb(action)))
-    return Allowed()
+    return None
 
 
 def cost_gate(

@@ -17,7 +17,7 @@ import json
 from markertools.parse.blocks import RawBlock, extract_blocks
 from markertools.parse.jsonstrict import MAX_BODY_CHARS
 from markertools.parse.kinds import EXEC_ORDER, KIND_BY_NAME
-from markertools.parse.kindspec import KindSpec
+from markertools.parse.kindspec import KindSpec, per_kind
 from markertools.parse.params import Params
 from markertools.parse.plan import BlockIssue, Command, IssueOutcome, TurnPlan
 from markertools.parse.validate import validate_parts
@@ -65,20 +65,13 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
     return TurnPlan(tuple(c for _, _, c in commands), tuple(issues), tuple(unexecuted_names))
 
 
-_OVER_CAP: dict[str, tuple[str, tuple[tuple[str, MsgArg], ...]]] = {}
-
-
+@per_kind
 def _over_cap(kind: KindSpec) -> tuple[str, tuple[tuple[str, MsgArg], ...]]:
     """The key and the arguments before `position` of an over-cap reason (per kind)."""
-    known = _OVER_CAP.get(kind.name)
-    if known is None:
-        fixed: tuple[tuple[str, MsgArg], ...] = (("kind", kind.name), ("cap", kind.cap))
-        if kind.aliases:
-            known = ("parse.over_cap_aliases", (*fixed, ("names", kind.names)))
-        else:
-            known = ("parse.over_cap", fixed)
-        _OVER_CAP[kind.name] = known
-    return known
+    fixed: tuple[tuple[str, MsgArg], ...] = (("kind", kind.name), ("cap", kind.cap))
+    if kind.aliases:
+        return "parse.over_cap_aliases", (*fixed, ("names", kind.names))
+    return "parse.over_cap", fixed
 
 
 def _collect_create_name(kind: str, body: str, names: list[str]) -> None:
