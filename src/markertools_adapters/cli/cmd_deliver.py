@@ -368,7 +368,7 @@ def parse_deadline(text: str | None) -> float | None:
         seconds = -1.0
     if not (seconds >= 0 and seconds != float("inf")):
         raise UsageFailure(
-            f"--deadline {text!r}: expected SECONDS, a finite number >= 0, or none (no bound)"
+            f"--deadline SECONDS must be a finite number >= 0, or none for no bound; got {text!r}"
         )
     return seconds
 
