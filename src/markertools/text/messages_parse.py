@@ -222,7 +222,7 @@ _NOTES: Final[dict[str, dict[str, str]]] = {
         "en": "{field} must be {min}–{max}, so {used} was used for it instead of {wait}",
         "zh": "{field} 须在 {min}–{max} 之间，因此实际使用 {used} 而不是 {wait}",
     },
-    "parse.note.both": {"en": "{first}; {second}", "zh": "{first}；{second}"},
+    "parse.note.both": {"en": "{first}; {second}", "zh": "{first}；此外，{second}"},
     "parse.note.wait_seconds_override": {
         "en": "wait_seconds {wait} overrides {fields}",
         "zh": "wait_seconds {wait} 覆盖了 {fields}",
