@@ -353,3 +353,13 @@ def test_ctrl_c_while_a_db_delivery_waits_is_one_line_and_the_turn_id_finishes_i
     assert "because the delivery's deadline passed (0 s" in doc["entries"][1]["reason"]
     assert doc["report_queued"] is True
     assert tasks_with_prompt(db, "Probe the checkout latency.") == 1
+
+
+def test_help_paragraphs_are_joined_but_a_b_marked_one_is_kept() -> None:
+    from markertools_adapters.cli._app import reflowed
+
+    text = "Summary line.\n\nA paragraph that\nwas wrapped by hand.\n\n\bkept\n  as written"
+    assert reflowed(text) == (
+        "Summary line.\n\nA paragraph that was wrapped by hand.\n\n\bkept\n  as written"
+    )
+    assert reflowed(None) is None
