@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         automation_task_id,
         fire_due_automations,
     )
-    from markertools.deliver.loop import deliver_turn
+    from markertools.deliver.loop import DEFAULT_DELIVERY_DEADLINE, deliver_turn
     from markertools.deliver.report import (
         BlockOutcome,
         DeliveryReport,
@@ -101,6 +101,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
 # public name -> the module that defines it; `__all__` below lists the same names as a
 # literal for type checkers (tests/parse/test_parse_imports.py checks the two agree)
 _EXPORTS: dict[str, str] = {
+    "DEFAULT_DELIVERY_DEADLINE": "markertools.deliver.loop",
     "DeliveryJournal": "markertools.domain.ports",
     "NotDeliveredCode": "markertools.deliver.report",
     "NotDelivered": "markertools.deliver.report",
@@ -177,6 +178,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "DEFAULT_DELIVERY_DEADLINE",
     "Allowed",
     "Attempt",
     "AttemptLedger",

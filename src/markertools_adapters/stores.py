@@ -92,7 +92,8 @@ def open_db(url_or_path: str | Path, *, must_exist: bool = False) -> Any:
     path = Path(url_or_path)
     if must_exist:
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such database file")
+            what = "a directory, not a database file" if path.is_dir() else "no such database file"
+            raise FileNotFoundError(f"{path}: {what}")
         _require_markertools_sqlite(path)
     return open_sqlite(path)
 

@@ -290,9 +290,29 @@ def world_from_json(obj: Any) -> World:
     world = World(now=now, **lists)
     errors.extend(_check_values(world))
     if errors:
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise WorldFileError(errors[0] + more)
+        raise WorldFileError(summarise_errors(errors))
     return world
+
+
+MORE_IN_FULL: Final[int] = 3  # further problems of a world file quoted in full
+MORE_BY_PATH: Final[int] = 10  # then named by their path only
+
+
+def summarise_errors(errors: Sequence[str]) -> str:
+    """One line naming every problem of a world file: the first one, then the next
+    MORE_IN_FULL in full and up to MORE_BY_PATH more by their path (the text before
+    ": "), so a user fixes them all in one go instead of one per run."""
+    first, rest = errors[0], list(errors[1:])
+    if not rest:
+        return first
+    listed = "; ".join(rest[:MORE_IN_FULL])
+    paths = [e.split(": ", 1)[0] for e in rest[MORE_IN_FULL:]]
+    if paths:
+        listed += "; also at " + ", ".join(paths[:MORE_BY_PATH])
+        if len(paths) > MORE_BY_PATH:
+            listed += f" and {len(paths) - MORE_BY_PATH} more"
+    count = f"{len(rest)} more problem" + ("s" if len(rest) > 1 else "")
+    return f"{first} ({count}: {listed})"
 
 
 def _one_of(path: str, value: object, allowed: tuple[object, ...]) -> list[str]:
@@ -500,8 +520,7 @@ def merge_worlds(base: World, extra: World) -> tuple[World, World]:
     world = World(now=base.now, **merged)
     errors = _check_values(world)
     if errors:
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise WorldFileError("merged world: " + errors[0] + more)
+        raise WorldFileError("merged world: " + summarise_errors(errors))
     return world, World(now=base.now, **added)
 
 

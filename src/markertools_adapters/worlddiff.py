@@ -1,6 +1,6 @@
 # Owns: "what changed", as plain text lines for the CLI (`deliver`, `demo`): tasks /
 # todos / automations created and changed field by field, follow-ups queued, audit
-# records written, virtual time passed. Two sources: two exported worlds
+# records written, time passed (times shown as ISO 8601). Two sources: two exported worlds
 # (`world_changes`, for small worlds such as the demo's), or a `TouchRecorder` - the
 # storage ports of one delivery, wrapped so they note every record the delivery wrote
 # (`touched_changes`, `touched_world`): the cost follows the delivery, not the database.
@@ -33,6 +33,7 @@ from markertools.domain.model import (
     Todo,
 )
 from markertools.domain.ports import RequeueResult, TaskListing, TodoListing
+from markertools.domain.schedule import shanghai_iso
 from markertools_adapters.world import World
 
 PREVIEW_CHARS = 100
@@ -50,12 +51,21 @@ def _by_id(records: Sequence[Any]) -> dict[str, Any]:
     return {r.id: r for r in records}
 
 
+def shown_value(name: str, value: Any, limit: int = 60) -> str:
+    """A field's value for a person: times (`*_at` fields, epoch seconds) as ISO 8601 with
+    the offset, to the second, like every time in a report; the rest as `one_line`."""
+    if name.endswith("_at") and isinstance(value, int | float) and not isinstance(value, bool):
+        return shanghai_iso(value)
+    return one_line(value, limit)
+
+
 def _changed_fields(old: Any, new: Any) -> list[str]:
     out = []
     for field in attrs.fields(type(new)):
         before, after = getattr(old, field.name), getattr(new, field.name)
         if before != after:
-            out.append(f"{field.name} {one_line(before, 60)} -> {one_line(after, 60)}")
+            was, now = shown_value(field.name, before), shown_value(field.name, after)
+            out.append(f"{field.name} {was} -> {now}")
     return out
 
 
@@ -93,8 +103,9 @@ def _automation(a: Any) -> str:
     return f"{a.id} ({a.name}, every {a.interval_seconds} s, {a.status}): {one_line(a.prompt)}"
 
 
-def world_changes(before: World, after: World) -> list[str]:
-    """The differences, as lines; an empty list when nothing changed."""
+def world_changes(before: World, after: World, *, virtual: bool = True) -> list[str]:
+    """The differences, as lines; an empty list when nothing changed. `virtual`: the
+    world's clock is a virtual one (the last line then says "virtual time passed")."""
     lines: list[str] = []
     lines += _records("tasks", before.tasks, after.tasks, _task)
     lines += _records("todos", before.todos, after.todos, _todo)
@@ -111,7 +122,8 @@ def world_changes(before: World, after: World) -> list[str]:
             for a in new_audit
         ]
     if after.now != before.now:
-        lines.append(f"virtual time passed: {after.now - before.now:g} s")
+        label = "virtual time passed" if virtual else "time passed"
+        lines.append(f"{label}: {round(after.now - before.now, 3):g} s")
     return lines
 
 
@@ -318,10 +330,14 @@ def touched_world(recorder: TouchRecorder, now: float) -> World:
 
 
 def touched_changes(
-    recorder: TouchRecorder, before_now: float, after: World | None = None
+    recorder: TouchRecorder,
+    before_now: float,
+    after: World | None = None,
+    *,
+    virtual: bool = True,
 ) -> list[str]:
     """What changed in the delivery `recorder` watched, as `world_changes` lines (Rule 3).
-    `after` is `touched_world(recorder, ...)` when already built."""
+    `after` is `touched_world(recorder, ...)` when already built; `virtual` as there."""
     now = touched_world(recorder, before_now) if after is None else after
 
     def existed(before: dict[str, Any]) -> tuple[Any, ...]:
@@ -333,4 +349,4 @@ def touched_changes(
         todos=existed(recorder.todos_before),
         automations=existed(recorder.automations_before),
     )
-    return world_changes(before, now)
+    return world_changes(before, now, virtual=virtual)

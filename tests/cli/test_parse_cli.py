@@ -44,7 +44,7 @@ def test_parse_json_contract_on_the_example_transcript() -> None:
     for c in doc["commands"]:
         assert {"kind", "line", "params"} <= set(c) and isinstance(c["line"], int)
     cancel = doc["commands"][4]
-    assert cancel["params"] == {"task_id": "t-8812"} and cancel["written_kind"] == "task_cancel"
+    assert cancel["params"] == {"task_id": "t-api"} and cancel["written_kind"] == "task_cancel"
     assert doc["commands"][0]["params"] == {
         "prompt": doc["commands"][0]["params"]["prompt"], "name": "gift-cards", "model": None,
         "effort": "medium", "executor": None,
@@ -69,9 +69,14 @@ def test_parse_table_lists_blocks_by_line_with_run_order() -> None:
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["LINE", "KIND", "OUTCOME", "DETAIL"]
     assert any(
-        "task-cancel" in line and "run #5" in line and "task_id='t-8812'" in line for line in lines
+        "task-cancel" in line and "run #5" in line and "task_id='t-api'" in line for line in lines
     )
-    assert any("note: interval_seconds (wait_seconds) 900" in line for line in lines)
+    # issue 24: the note says the 900 s wait is kept and only the interval was clamped
+    assert any(
+        line.strip() == "note: wait_seconds 900: the poll waits up to 900 s and checks every "
+        "60 s (interval_seconds must be 1–60, so 60 was used for it instead of 900)"
+        for line in lines
+    )
     assert any("unknown" in line and "did you mean 'task-list'?" in line for line in lines)
     assert lines[-1] == "6 to run, 3 skipped, 0 ignored, 1 unknown kind(s)"
 

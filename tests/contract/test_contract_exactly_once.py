@@ -167,7 +167,10 @@ def test_a_deadline_ends_every_poll_and_wait_early_with_stopped_waiting(make_sto
     for entry in report.entries:
         text = entry.reason.render("en")
         assert "NOT finished: stopped waiting after" in text
-        assert "(the delivery's deadline or cancellation), last status seen 'running'" in text
+        assert (
+            "because the delivery's deadline passed (30 s from its start, shared by every poll "
+            "and wait of the turn), last status seen 'running'; poll again in a later turn"
+        ) in text
 
 
 @pytest.mark.rule("TRN-11")
@@ -178,10 +181,13 @@ def test_a_set_cancellation_signal_stops_waiting_at_once(make_store: Any) -> Non
     stop.set()
     report = deliver_turn(WAIT_TURN, sender="t-s", outcome="completed", ports=ports_for(store, clock), cancel=stop)
     assert clock.now() == NOW
-    assert all("stopped waiting after 0 s" in e.reason.render("en") for e in report.entries)
+    assert all(
+        "stopped waiting after 0 s because the delivery was cancelled" in e.reason.render("en")
+        for e in report.entries
+    )
     later = deliver_turn(WAIT_TURN, sender="t-s", outcome="completed", ports=ports_for(store, clock), cancel=lambda: clock.now() > NOW + 5)
     assert 5 < clock.now() - NOW <= 5 + 2 * 600 / 60 + 10  # stopped at the first check after 5 s
-    assert "stopped waiting" in later.entries[0].reason.render("en")
+    assert "because the delivery was cancelled" in later.entries[0].reason.render("en")
 
 
 @pytest.mark.rule("TRN-11")

@@ -21,7 +21,7 @@ import attrs
 
 from markertools.domain.model import Automation
 from markertools.domain.ports import AutomationAdmin, AutomationNameTaken, AutomationStore
-from markertools.domain.schedule import has_run, next_run_at, shanghai_iso
+from markertools.domain.schedule import has_run, next_run_at, shanghai_iso, whole_seconds
 from markertools.text.msg import Msg, msg
 
 PROMPT_MAX = 20000
@@ -45,7 +45,7 @@ def next_run_text(automation: Automation) -> Msg:
     nxt = next_run_at(automation)
     if nxt is None:
         return msg("schedule.never")
-    return msg("automations.when", epoch=nxt, iso=shanghai_iso(nxt))
+    return msg("automations.when", epoch=whole_seconds(nxt), iso=shanghai_iso(nxt))
 
 
 def list_automations(store: _Admin, project_id: str | None = None) -> tuple[Automation, ...]:
@@ -141,9 +141,9 @@ def update_automation(
             return _refused(
                 msg(
                     "schedule.first_run_past",
-                    given=first_run_at,
+                    given=whole_seconds(first_run_at),
                     given_iso=shanghai_iso(first_run_at),
-                    now=now,
+                    now=whole_seconds(now),
                     now_iso=shanghai_iso(now),
                 ),
                 current,

@@ -37,7 +37,7 @@ import attrs
 from markertools.deliver.context import summarize_error
 from markertools.domain.model import AuditRecord, Automation, Task, quota_exhausted
 from markertools.domain.ports import Ports
-from markertools.domain.schedule import is_due, next_run_at, shanghai_iso
+from markertools.domain.schedule import is_due, next_run_at, shanghai_iso, whole_seconds
 from markertools.text.msg import DEFAULT_LOCALE, Msg, msg
 
 FireResult = Literal["task-created", "followup-queued", "skipped"]
@@ -74,7 +74,7 @@ def automation_task_id(automation_id: str, slot: float) -> str:
 
 
 def slot_text(slot: float) -> Msg:
-    return msg("schedule.slot", epoch=slot, iso=shanghai_iso(slot))
+    return msg("schedule.slot", epoch=whole_seconds(slot), iso=shanghai_iso(slot))
 
 
 def fire_due_automations(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from markertools.deliver.lineage import LINEAGE_MAX_STEPS, generation, in_lineage
 from markertools.deliver.render import shown
@@ -24,6 +24,7 @@ from markertools.parse.plan import Command, TurnPlan
 from markertools.text.msg import Msg, msg
 
 Handler = Callable[[Command, "TurnContext"], ReportEntry]
+StopCause = Literal["deadline", "cancelled"]  # TRN-11: why a delivery stopped waiting
 
 ERROR_SUMMARY_CHARS: Final[int] = 300
 ID_BYTES: Final[int] = 6  # todo and automation ids: prefix + 12 hex digits
@@ -62,6 +63,7 @@ class TurnContext:
         *,
         turn_id: str | None = None,
         deadline_at: float | None = None,
+        deadline_seconds: float | None = None,
         cancel: Callable[[], bool] | None = None,
     ) -> None:
         self.sender = sender
@@ -71,8 +73,10 @@ class TurnContext:
         self.turn_id = turn_id  # TRN-9: ids of created things derive from it
         self.position = 0  # the running block's position in execution order
         self.deadline_at = deadline_at  # TRN-11: clock time when waiting must stop
+        self.deadline_seconds = deadline_seconds  # TRN-11: the deadline as the caller gave it
         self._cancel = cancel
         self.stopped = False  # set once the deadline passed or cancellation was asked
+        self.stop_cause: StopCause | None = None  # why `stopped` was set
         self.restored_children = 0  # TRN-9: creates of this turn applied by an earlier delivery
         self.cancelled = False  # set once the sender is seen cancelled (TRN-5, WAI-5)
         self.children_created = 0
@@ -93,13 +97,18 @@ class TurnContext:
 
     def stop_waiting(self) -> bool:
         """TRN-11: True (and stays True) once the delivery's deadline passed or its
-        cancellation signal is set; polls and waits then end with "stopped waiting"."""
+        cancellation signal is set; polls and waits then end with "stopped waiting", and
+        `stop_cause` says which of the two it was."""
         if not self.stopped:
             if self._cancel is not None:
                 with contextlib.suppress(Exception):
                     self.stopped = bool(self._cancel())
+                if self.stopped:
+                    self.stop_cause = "cancelled"
             if not self.stopped and self.deadline_at is not None:
                 self.stopped = self.now() >= self.deadline_at
+                if self.stopped:
+                    self.stop_cause = "deadline"
         return self.stopped
 
     def derived_id(self, prefix: str, nbytes: int) -> str | None:

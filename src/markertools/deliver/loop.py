@@ -52,8 +52,19 @@ from markertools.domain.ports import Ports
 from markertools.parse.plan import Command, TurnPlan
 from markertools.text.msg import DEFAULT_LOCALE, Locale, Msg, msg
 
-__all__ = ["TurnContext", "deliver_turn", "run_command", "summarize_error"]
+__all__ = [
+    "DEFAULT_DELIVERY_DEADLINE",
+    "TurnContext",
+    "deliver_turn",
+    "run_command",
+    "summarize_error",
+]
 
+# TRN-11: how long all the polls and waits of one delivery may wait together when the
+# caller passes no `deadline` (raise or lower it with `deadline=`; `deadline=None` is the
+# explicit opt-in to no bound). Without it the blocks of one turn could hold a delivery
+# for hours (5 task-polls and 2 wait-threads of up to 3600 s each).
+DEFAULT_DELIVERY_DEADLINE: Final[float] = 600.0
 MAX_TURN_ID_CHARS: Final[int] = 256
 REPORT_POSITION: Final[int] = -1  # the journal row of the queued report (TRN-9)
 FINISHED_POSITION: Final[int] = -2  # the journal row of the finished delivery's report
@@ -224,7 +235,7 @@ def deliver_turn(
     ports: Ports,
     locale: str = DEFAULT_LOCALE,
     turn_id: str | None = None,
-    deadline: float | None = None,
+    deadline: float | None = DEFAULT_DELIVERY_DEADLINE,
     cancel: object = None,
 ) -> DeliveryReport:
     """Deliver one turn's marker blocks as `sender` (TRN-1..11).
@@ -241,7 +252,10 @@ def deliver_turn(
             it finished returns the first report with `replayed=True` and changes
             nothing; after a crash mid-delivery it applies only the blocks not applied
             yet. Without one, every call executes.
-        deadline: seconds from now after which every poll and wait stops (TRN-11).
+        deadline: seconds from the delivery's start (on the clock port) after which
+            every poll and wait stops and reports "stopped waiting" (TRN-11); by default
+            DEFAULT_DELIVERY_DEADLINE (600 s) for all the waiting of the turn together.
+            None means no bound: each poll and wait lasts up to its own timeout.
         cancel: a `threading.Event` or a callable; once set, polls and waits stop.
 
     Returns the report; its message and then any "/goal ..." follow-up have been queued
@@ -311,9 +325,18 @@ def deliver_turn(
     if sender_cancelled(sender_task):
         return discard(plan, msg("deliver.why_cancelled"), NotDeliveredCode.SENDER_CANCELLED)
 
-    deadline_at = None if seconds is None else (started or 0.0) + seconds
+    if started is None and seconds is not None:  # the clock failed once: ask it again
+        started = _clock_now(ports)
+    deadline_at = None if seconds is None or started is None else started + seconds
     ctx = TurnContext(
-        sender_task, ports, locale, plan, turn_id=turn_id, deadline_at=deadline_at, cancel=stop
+        sender_task,
+        ports,
+        locale,
+        plan,
+        turn_id=turn_id,
+        deadline_at=deadline_at,
+        deadline_seconds=seconds,
+        cancel=stop,
     )
     restored = _restored_entries(applied, len(plan.commands))
     ctx.restored_children = sum(

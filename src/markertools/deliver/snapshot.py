@@ -20,7 +20,10 @@ from markertools.domain.ports import RandomSource
 from markertools.inject.framing import frame_data
 from markertools.text.msg import Msg, msg
 
-SnapshotState = Literal["finished", "now", "timed_out", "sender_cancelled", "vanished", "stopped"]
+# "deadline": the delivery's deadline cut the wait short; "stopped": its cancellation did
+SnapshotState = Literal[
+    "finished", "now", "timed_out", "sender_cancelled", "vanished", "stopped", "deadline"
+]
 
 _PLAIN_MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,99}")
 ERROR_SEPARATOR: Final[str] = "\n\n--- error_text ---\n"
@@ -70,8 +73,10 @@ def snapshot(
     waited: float,
     random: RandomSource,
     locale: str,
+    deadline: float | None = None,
 ) -> Msg:
-    """The POL-4 snapshot of `task` as last read, with its state (POL-3 / WAI-3)."""
+    """The POL-4 snapshot of `task` as last read, with its state (POL-3 / WAI-3);
+    `deadline` is the delivery's deadline in seconds, named when it cut a wait (TRN-11)."""
     model = model_of(task)
     data_prefix = ""
     if model is None:
@@ -82,7 +87,7 @@ def snapshot(
         model_msg = msg("read.model_in_data")
         data_prefix = f"model: {model}\n\n"
     text = output_text(task)
-    state_msg = _state_msg(state, task, waited)
+    state_msg = _state_msg(state, task, waited, deadline)
     if text is None and not data_prefix:
         output: Msg = msg("read.output_none")
     else:
@@ -106,9 +111,16 @@ def snapshot(
     )
 
 
-def _state_msg(state: SnapshotState, task: Task, waited: float) -> Msg:
+def _state_msg(state: SnapshotState, task: Task, waited: float, deadline: float | None) -> Msg:
     if state == "timed_out":
         return msg("read.state_timed_out", seconds=round(waited, 3), status=task.status)
-    if state == "stopped":
+    if state == "deadline" and deadline is not None:
+        return msg(
+            "read.state_deadline",
+            seconds=round(waited, 3),
+            deadline=round(deadline, 3),
+            status=task.status,
+        )
+    if state in ("stopped", "deadline"):
         return msg("read.state_stopped", seconds=round(waited, 3), status=task.status)
     return msg(f"read.state_{state}", status=task.status)

@@ -113,8 +113,15 @@ def shanghai_stamp(epoch: float) -> str:
 
 
 def shanghai_iso(epoch: float) -> str:
-    """ISO 8601 with the +08:00 offset, to the second; the raw number when out of range."""
+    """ISO 8601 with the +08:00 offset, to the second; the raw number when out of range.
+    The one formatter of every time a report, a reason or the CLI shows a person."""
     dt = shanghai_datetime(epoch)
     if dt is None:
         return repr(epoch)
     return dt.replace(microsecond=0).isoformat()
+
+
+def whole_seconds(epoch: float) -> int | float:
+    """`epoch` to the second (rounded down, as `shanghai_iso` shows it), for the epoch
+    seconds a reason gives next to the ISO time; the raw number when not finite."""
+    return math.floor(epoch) if _finite(epoch) else epoch

@@ -158,7 +158,11 @@ def _epoch(spelling: str, field: FieldSpec, value: object, work: _Work) -> float
     if seconds > EPOCH_MAX:
         raise _Skip(msg("parse.field.time_range", field=spelling, got=_got(value)))
     if value >= MS_THRESHOLD:
-        work.notes[field.name] = msg("parse.note.milliseconds", field=spelling, used=seconds)
+        from markertools.domain.schedule import shanghai_iso  # only for this rare note
+
+        work.notes[field.name] = msg(
+            "parse.note.milliseconds", field=spelling, used=seconds, iso=shanghai_iso(seconds)
+        )
     return seconds
 
 
@@ -276,14 +280,36 @@ _CONVERTERS: Final[dict[str, _Converter]] = {
 
 
 def _fold_wait_seconds(kind: KindSpec, work: _Work, written: dict[str, str]) -> None:
-    """POL-1: wait_seconds overrides interval and timeout, each then clamped."""
+    """POL-1: wait_seconds overrides interval and timeout, each then clamped. When a
+    clamp changes either, one note says what the poll does with it: how long it waits,
+    how often it checks, and which limit changed which value (a 900 s wait is not cut
+    when only the interval is clamped to 60)."""
     wait = work.values.pop("wait_seconds", None)
     if wait is None:
         return
-    for name in ("interval_seconds", "timeout_seconds"):
+    limits: list[Msg] = []
+    for name in ("timeout_seconds", "interval_seconds"):
         field = kind.field(name)
         work.notes.pop(name, None)
-        work.values[name] = _clamped(field, f"{name} (wait_seconds)", wait, work)
+        if field.clamp is None:
+            work.values[name] = _clamped(field, f"{name} (wait_seconds)", wait, work)
+            continue
+        low, high = field.clamp
+        used = min(max(wait, low), high)
+        work.values[name] = used
+        if used != wait:
+            limits.append(
+                msg("parse.note.wait_limit", field=name, min=low, max=high, used=used, wait=wait)
+            )
+    if limits:
+        why = (
+            limits[0]
+            if len(limits) == 1
+            else msg("parse.note.both", first=limits[0], second=limits[1])
+        )
+        timeout, interval = work.values["timeout_seconds"], work.values["interval_seconds"]
+        key = "parse.note.wait_snapshot" if timeout == 0 else "parse.note.wait_used"
+        work.extra_notes.append(msg(key, wait=wait, timeout=timeout, interval=interval, why=why))
     overridden = tuple(n for n in ("interval_seconds", "timeout_seconds") if n in written)
     if overridden:
         work.extra_notes.append(

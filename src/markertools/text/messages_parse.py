@@ -199,8 +199,8 @@ _NOTES: Final[dict[str, dict[str, str]]] = {
         "zh": "{field} 的值 {given} 超出 {min}–{max}；实际使用 {used}",
     },
     "parse.note.milliseconds": {
-        "en": "{field} looked like milliseconds; {used} epoch seconds was used",
-        "zh": "{field} 看起来是毫秒；实际使用 {used} epoch 秒",
+        "en": "{field} looked like milliseconds; {used} epoch seconds ({iso}) was used",
+        "zh": "{field} 看起来是毫秒；实际使用 {used} epoch 秒（{iso}）",
     },
     "parse.note.duplicates": {
         "en": "{field}: repeated ids were listed once: {ids}",
@@ -210,6 +210,19 @@ _NOTES: Final[dict[str, dict[str, str]]] = {
         "en": "{field}: only the first {max} targets are waited for; not waited for: {ids}",
         "zh": "{field}：只等待前 {max} 个目标；未等待：{ids}",
     },
+    "parse.note.wait_used": {
+        "en": "wait_seconds {wait}: the poll waits up to {timeout} s and checks every {interval} s ({why})",
+        "zh": "wait_seconds {wait}：最多等待 {timeout} 秒，每 {interval} 秒查看一次（{why}）",
+    },
+    "parse.note.wait_snapshot": {
+        "en": "wait_seconds {wait}: the poll takes one immediate snapshot and does not wait ({why})",
+        "zh": "wait_seconds {wait}：只取一次即时快照，不等待（{why}）",
+    },
+    "parse.note.wait_limit": {
+        "en": "{field} must be {min}–{max}, so {used} was used for it instead of {wait}",
+        "zh": "{field} 须在 {min}–{max} 之间，因此实际使用 {used} 而不是 {wait}",
+    },
+    "parse.note.both": {"en": "{first}; {second}", "zh": "{first}；此外，{second}"},
     "parse.note.wait_seconds_override": {
         "en": "wait_seconds {wait} overrides {fields}",
         "zh": "wait_seconds {wait} 覆盖了 {fields}",

@@ -20,8 +20,12 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "未结束（即时快照；未要求等待）",
     },
     "read.state_stopped": {
-        "en": "NOT finished: stopped waiting after {seconds} s (the delivery's deadline or cancellation), last status seen '{status}'; poll again in a later turn",
-        "zh": "未结束：等待 {seconds} 秒后停止（投递的截止时间已到或已取消），最后看到的状态为“{status}”；可在之后的轮次再次查询",
+        "en": "NOT finished: stopped waiting after {seconds} s because the delivery was cancelled, last status seen '{status}'; poll again in a later turn",
+        "zh": "未结束：投递已被取消，等待 {seconds} 秒后停止，最后看到的状态为“{status}”；可在之后的轮次再次查询",
+    },
+    "read.state_deadline": {
+        "en": "NOT finished: stopped waiting after {seconds} s because the delivery's deadline passed ({deadline} s from its start, shared by every poll and wait of the turn), last status seen '{status}'; poll again in a later turn",
+        "zh": "未结束：投递的截止时间已到（从投递开始共 {deadline} 秒，本轮所有查询与等待共用），等待 {seconds} 秒后停止，最后看到的状态为“{status}”；可在之后的轮次再次查询",
     },
     "read.state_timed_out": {
         "en": "NOT finished: timed out after {seconds} s, last status seen '{status}'",

@@ -1,14 +1,18 @@
 # Owns: the typer application objects and the helpers every command module shares:
 # a usage failure (one line on stderr, exit 2, no traceback), JSON output, the global
-# options (`--version`, `--debug`, typer's shell completion) and help that names value
-# types in words (TEXT, PATH, INTEGER, a choice list; nothing for a flag).
+# options (`--version`, `--debug`, typer's shell completion), help that names value
+# types in words (TEXT, PATH, INTEGER, a choice list; nothing for a flag) and wraps every
+# paragraph to the terminal, and "Possible options" for an unknown option only when one
+# is close to what was typed (every command and group is built from these classes).
 # Commands live in sibling modules; each only parses options, calls library
 # functions and prints (fastapi-cli style).
 from __future__ import annotations
 
+import inspect
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Annotated, Any, Final, NoReturn
 
 import typer
@@ -71,18 +75,108 @@ def _with_words(params: list[Any]) -> list[Any]:
     return params
 
 
+def reflowed(help_text: str | None) -> str | None:
+    """A command's help with each paragraph on one line, so rich wraps it to the terminal
+    (typer keeps the line breaks of a docstring's later paragraphs, which then break in
+    mid-sentence). Paragraphs are separated by a blank line; one starting with click's
+    `\\b` marker, and anything after `\\f`, is kept as written."""
+    if not help_text:
+        return help_text
+    text, cut, rest = inspect.cleandoc(help_text).partition("\f")
+    paragraphs = [
+        p if p.startswith("\b") else " ".join(p.split()) for p in text.strip().split("\n\n")
+    ]
+    return "\n\n".join(paragraphs) + cut + rest
+
+
+def close_options(typed: str, options: Iterable[str]) -> list[str]:
+    """The options worth suggesting for an unknown `typed` one: a likely typo (at most one
+    edit for short names, two for longer ones, a swap of two letters counting as one),
+    an option `typed` begins (`--codex` -> `--codex-events`), or one that has `typed` as
+    a whole word (`--events` -> `--codex-events`). Nothing is suggested when nothing is
+    close: click's own guess offers unrelated options (`--keep` -> `--help`)."""
+    word = typed.lstrip("-").lower()
+    if not word:
+        return []
+    found = []
+    for option in options:
+        name = option.lstrip("-").lower()
+        limit = 1 if len(word) <= 4 else 2
+        if (
+            _edits(word, name) <= limit
+            or (len(word) >= 3 and name.startswith(word))
+            or word in name.split("-")
+        ):
+            found.append(option)
+    return sorted(found)
+
+
+def _edits(a: str, b: str) -> int:
+    """Optimal string alignment distance: insertions, deletions, substitutions and swaps
+    of two neighbouring letters, each one edit."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, previous2[j - 2] + 1)
+            row.append(cost)
+        previous2, previous = previous, row
+    return previous[-1]
+
+
+def _long_options(command: Any, ctx: Any) -> list[str]:
+    """Every long option of `command`, `--help` included."""
+    names: list[str] = []
+    for param in command.get_params(ctx):
+        opts = (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ()))
+        names += [o for o in opts if o.startswith("--")]
+    return names
+
+
 class WordsCommand(typer.core.TyperCommand):
-    """A typer command whose help names value types in words (see `type_words`)."""
+    """A typer command whose help names value types in words (see `type_words`), wraps
+    its paragraphs cleanly (`reflowed`) and suggests only close options (`close_options`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = reflowed(self.help)
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _with_words(list(super().get_params(ctx)))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return _close_suggestions(self, ctx, args, super().parse_args)
 
 
 class WordsGroup(typer.core.TyperGroup):
-    """A typer group whose help names value types in words (see `type_words`)."""
+    """A typer group whose help names value types in words (see `type_words`), wraps its
+    paragraphs cleanly (`reflowed`) and suggests only close options (`close_options`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = reflowed(self.help)
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _with_words(list(super().get_params(ctx)))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return _close_suggestions(self, ctx, args, super().parse_args)
+
+
+def _close_suggestions(
+    command: Any, ctx: Any, args: list[str], parse: Callable[[Any, list[str]], list[str]]
+) -> list[str]:
+    """Run click's parser; an unknown option's suggestions are replaced by the close ones."""
+    try:
+        return parse(ctx, args)
+    except Exception as exc:
+        if type(exc).__name__ == "NoSuchOption" and hasattr(exc, "possibilities"):
+            typed = str(getattr(exc, "option_name", ""))
+            exc.possibilities = close_options(typed, _long_options(command, ctx)) or None
+        raise
 
 
 class WordsTyper(typer.Typer):
@@ -159,6 +253,24 @@ def fail(message: str, code: int = 2) -> NoReturn:
     line = " ".join(str(message).split()) or "error"
     sys.stderr.write(f"markertools: {line}\n")
     raise typer.Exit(code)
+
+
+def make_parent_dirs(path: Path, label: str) -> None:
+    """Create the missing directories above `path`, a database file a command is about
+    to create (`world load --db`, `demo --keep`); a parent that cannot be made is a usage
+    failure naming `label` (the option), never a traceback."""
+    parent = path.parent
+    if parent.is_dir():
+        return
+    blocking = next((p for p in (parent, *parent.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise UsageFailure(f"{label} {path}: {blocking} is not a directory")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageFailure(
+            f"{label} {path}: cannot create its directory {parent}: {exc.strerror or exc}"
+        ) from None
 
 
 def emit_json(obj: Any) -> None:

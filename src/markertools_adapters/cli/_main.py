@@ -74,7 +74,11 @@ def register(argv: list[str] | None = None) -> None:
 def run() -> None:
     """Run the CLI on `sys.argv` and exit (Rule 1)."""
     completing = any(k.endswith("_COMPLETE") and k.startswith("_") for k in os.environ)
-    register(None if completing else sys.argv[1:])
+    try:
+        register(None if completing else sys.argv[1:])
+    except KeyboardInterrupt:  # Ctrl-C while the command modules load: no traceback
+        _one_line("interrupted")
+        sys.exit(130)
     try:
         code = app(standalone_mode=False)
     except _CLICK_ERROR as exc:

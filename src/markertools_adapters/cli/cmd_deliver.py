@@ -5,10 +5,12 @@
 #
 # Invariants:
 #   Rule 1: every usage error or unreadable input is one stderr line and exit 2; skipped
-#           or rejected blocks are still success (exit 0); never a traceback.
+#           or rejected blocks are still success (exit 0); Ctrl-C during the delivery is
+#           one line saying what was left and exit 130; never a traceback.
 #   Rule 2: with --world time is virtual (VirtualClock from the world's `now`): waits
 #           finish at once. With --db it is the system clock: polls and waits really
-#           wait (a `world load` database's frozen `now` only dates its records).
+#           wait (a `world load` database's frozen `now` only dates its records). Either
+#           way `--deadline` defaults to the library's DEFAULT_DELIVERY_DEADLINE (TRN-11).
 #   Rule 3: optional adapters (SQLite, executors, worktrees, Codex) are imported lazily,
 #           so a missing one is a clear usage error, never an import crash.
 #   Rule 4: "what changed" comes from what the delivery touched (TouchRecorder: the rows
@@ -27,7 +29,7 @@ from typing import Annotated, Any
 
 import typer
 
-from markertools import deliver_turn
+from markertools import DEFAULT_DELIVERY_DEADLINE, deliver_turn
 from markertools.deliver.report import DeliveryReport
 from markertools.domain.model import TURN_OUTCOMES, AuditRecord
 from markertools.domain.ports import TaskExecutor, TaskFiles
@@ -151,6 +153,18 @@ def entries_json(report: DeliveryReport) -> list[dict[str, Any]]:
 
 
 REPORT_NOT_QUEUED = 4  # exit code: delivered, but the report is not queued yet
+INTERRUPTED = 130  # exit code: Ctrl-C (SIGINT) during the delivery
+
+
+def interrupted_line(turn_id: str | None) -> str:
+    """What Ctrl-C during a delivery left behind, and how to finish the turn."""
+    head = (
+        "markertools: interrupted: the turn was not delivered completely and no report was "
+        "queued; blocks that finished before Ctrl-C stay applied"
+    )
+    if turn_id is not None:
+        return f"{head}; deliver again with --turn-id {turn_id} to apply the rest exactly once"
+    return f"{head}; delivering again without --turn-id runs every block again"
 
 
 def deliver_json(
@@ -305,11 +319,13 @@ def deliver_command(
         ),
     ] = None,
     deadline: Annotated[
-        float | None,
+        str | None,
         typer.Option(
             "--deadline",
-            help="Stop every poll and wait after this many seconds (TRN-11).",
-            metavar="SECONDS",
+            help="Stop every poll and wait once the delivery has run this many seconds "
+            f"(TRN-11; default {DEFAULT_DELIVERY_DEADLINE:g}, the library's default; "
+            "none = no bound).",
+            metavar="SECONDS|none",
         ),
     ] = None,
 ) -> None:
@@ -333,10 +349,28 @@ def deliver_command(
             turn=turn,
             touched_only=touched_only,
             turn_id=turn_id,
-            deadline=deadline,
+            deadline=parse_deadline(deadline),
         )
     except UsageFailure as exc:
         fail(str(exc))
+
+
+def parse_deadline(text: str | None) -> float | None:
+    """`--deadline`: absent = the library's default (DEFAULT_DELIVERY_DEADLINE), `none` =
+    no bound, else a finite number of seconds >= 0."""
+    if text is None:
+        return DEFAULT_DELIVERY_DEADLINE
+    if text.strip().lower() == "none":
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not (seconds >= 0 and seconds != float("inf")):
+        raise UsageFailure(
+            f"--deadline SECONDS must be a finite number >= 0, or none for no bound; got {text!r}"
+        )
+    return seconds
 
 
 def check_options(
@@ -400,7 +434,7 @@ def run_deliver(
     turn: str | None,
     touched_only: bool = False,
     turn_id: str | None = None,
-    deadline: float | None = None,
+    deadline: float | None = DEFAULT_DELIVERY_DEADLINE,
 ) -> None:
     """`markertools deliver` after option parsing: read the turn, open the store, deliver
     through a TouchRecorder (what changed comes from what the delivery wrote, never from
@@ -423,7 +457,7 @@ def run_deliver(
     if turn_id is not None and not turn_id.strip():
         raise UsageFailure("--turn-id must not be blank")
     if deadline is not None and not (deadline >= 0 and deadline != float("inf")):
-        raise UsageFailure("--deadline SECONDS must be a finite number >= 0")
+        raise UsageFailure("--deadline SECONDS must be a finite number >= 0 (or none)")
     clock: VirtualClock | SystemClock
     if world is not None:
         loaded = load_world_path(world)
@@ -453,8 +487,11 @@ def run_deliver(
             )
         except ValueError as exc:  # TRN-10: a value the library refuses
             raise UsageFailure(str(exc)) from None
+        except KeyboardInterrupt:  # Rule 1: Ctrl-C is one line and exit 130
+            sys.stderr.write(interrupted_line(turn_id) + "\n")
+            raise typer.Exit(INTERRUPTED) from None
         touched = touched_world(recorder, clock.now())
-        changes = touched_changes(recorder, now, touched)
+        changes = touched_changes(recorder, now, touched, virtual=world is not None)
         full = store.export_world(clock.now()) if as_json and not touched_only else None
     finally:
         close_store(store)
@@ -474,6 +511,8 @@ __all__ = [
     "deliver_json",
     "entries_json",
     "human_output",
+    "interrupted_line",
+    "parse_deadline",
     "read_text",
     "report_text",
     "run_deliver",

@@ -26,7 +26,7 @@ from markertools import deliver_turn, fire_due_automations
 from markertools.deliver.automations_fire import FiredRun
 from markertools.deliver.report import DeliveryReport
 from markertools.text.msg import LOCALES
-from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
+from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail, make_parent_dirs
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World, loads_world
@@ -67,6 +67,8 @@ def run_demo_with_automations(
 
     if keep is not None and (keep.exists() or keep.is_symlink()):
         raise UsageFailure(f"--keep {keep}: already exists (the demo only writes new files)")
+    if keep is not None:
+        make_parent_dirs(keep, "--keep")
     world = demo_world()
     store: Any = create_store_from_world(world, keep if keep is not None else ":memory:")
     try:

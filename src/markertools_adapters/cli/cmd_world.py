@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from markertools_adapters.cli._app import UsageFailure, fail, world_app
+from markertools_adapters.cli._app import UsageFailure, fail, make_parent_dirs, world_app
 from markertools_adapters.world import World, WorldFileError, dumps_world, merge_worlds
 
 
@@ -60,6 +60,8 @@ def load_command(world_file: Path, db: Path | str) -> str:
             "(add a world to it with `world load --merge`; `deliver --db` changes it)"
         )
     world = load_world_path(world_file)
+    if not url:
+        make_parent_dirs(Path(db), "--db")  # load creates the database, and its directory
     try:
         store = create_db_from_world(world, db)
     except FileExistsError as exc:

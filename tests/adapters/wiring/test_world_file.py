@@ -251,12 +251,32 @@ def test_errors_name_the_bad_field(patch, needle):
     assert needle in error_of({"now": 1000, **patch})
 
 
-def test_an_error_counts_the_other_problems():
+def test_an_error_names_the_other_problems():
+    """Issue 24: "(and 1 more problem(s))" did not say which; now each is named."""
     message = error_of(
         {"now": 1, "tasks": [{"id": "a", "project_id": "p", "status": "x"}, {"id": "b"}]}
     )
-    assert message.startswith("tasks[1].project_id: required field missing")
-    assert "(and 1 more problem(s))" in message
+    assert message == (
+        "tasks[1].project_id: required field missing (1 more problem: tasks[0].status: "
+        'expected one of queued, running, completed, failed, interrupted, merged, '
+        'merge-failed, got "x")'
+    )
+
+
+def test_many_problems_are_named_in_full_then_by_path_on_one_line():
+    tasks = [{"id": f"t{i}", "project_id": "p", "status": "x"} for i in range(20)]
+    message = error_of({"now": 1, "tasks": tasks})
+    assert "\n" not in message
+    first, rest = message.split(" (19 more problems: ", 1)
+    assert first.startswith("tasks[0].status: expected one of")
+    in_full, by_path = rest.split("; also at ")
+    assert [p.split(": ")[0] for p in in_full.split("; ")] == [
+        "tasks[1].status",
+        "tasks[2].status",
+        "tasks[3].status",
+    ]
+    named = [f"tasks[{i}].status" for i in range(4, 14)]
+    assert by_path == ", ".join(named) + " and 6 more)"
 
 
 def test_loads_world_rejects_non_json_and_nan():

@@ -30,7 +30,7 @@ from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
 from markertools.domain.model import Automation
 from markertools.domain.ports import AutomationNameTaken
-from markertools.domain.schedule import shanghai_iso, shanghai_stamp
+from markertools.domain.schedule import shanghai_iso, shanghai_stamp, whole_seconds
 from markertools.domain.timeparse import default_time_zone_name
 from markertools.parse.params import AutomationCreateParams
 from markertools.parse.plan import Command
@@ -66,7 +66,7 @@ def automatic_name(sender_id: str, now: float, position: int, taken: frozenset[s
 
 
 def _when(epoch: float) -> Msg:
-    return msg("automations.when", epoch=epoch, iso=shanghai_iso(epoch))
+    return msg("automations.when", epoch=whole_seconds(epoch), iso=shanghai_iso(epoch))
 
 
 def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
@@ -86,9 +86,9 @@ def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
             None,
             msg(
                 "automations.first_run_past",
-                given=params.first_run_at,
+                given=whole_seconds(params.first_run_at),
                 given_iso=shanghai_iso(params.first_run_at),
-                now=now,
+                now=whole_seconds(now),
                 now_iso=shanghai_iso(now),
                 zone=default_time_zone_name(),
             ),

@@ -120,7 +120,9 @@ def final_state(ctx: TurnContext, task: Task, watched: _Watch, timeout: float) -
     if ctx.cancelled:
         return "sender_cancelled"
     if ctx.stopped and timeout > 0 and watched.waited < timeout:
-        return "stopped"  # TRN-11: cut short; the agent can poll again next turn
+        # TRN-11: cut short by the delivery's deadline or its cancellation; the agent
+        # can poll again next turn
+        return "deadline" if ctx.stop_cause == "deadline" else "stopped"
     return "now" if timeout <= 0 else "timed_out"
 
 
@@ -153,6 +155,7 @@ def handle_poll(cmd: Command, ctx: TurnContext) -> ReportEntry:
         waited=watched.waited,
         random=ctx.ports.random,
         locale=ctx.locale,
+        deadline=ctx.deadline_seconds,
     )
     return ctx.done(cmd, shown(resolved), snap)
 
@@ -214,6 +217,7 @@ def handle_wait(cmd: Command, ctx: TurnContext) -> ReportEntry:
                 waited=watched.waited,
                 random=ctx.ports.random,
                 locale=ctx.locale,
+                deadline=ctx.deadline_seconds,
             )
         )
     if dropped:

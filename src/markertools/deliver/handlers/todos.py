@@ -21,6 +21,7 @@ from markertools.deliver.context import new_id, permission_refusal
 from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
 from markertools.domain.model import TODO_STATUSES, UNFINISHED_TODO_STATUSES, Todo
+from markertools.domain.schedule import shanghai_iso
 from markertools.inject.attempts import one_line
 from markertools.inject.framing import frame_data
 from markertools.parse.params import TodoCreateParams, TodoListParams, TodoUpdateParams
@@ -137,9 +138,11 @@ def handle_todo_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
     return ctx.done(cmd, todo.id, msg("todos.created", **common))
 
 
-def _shown(value: object) -> MsgArg:
+def _shown(value: object, name: str = "") -> MsgArg:
     if value is None:
         return None
+    if name.endswith("_at") and isinstance(value, int | float) and not isinstance(value, bool):
+        return shanghai_iso(value)  # a time is shown as ISO 8601, never as raw epoch seconds
     if isinstance(value, str):
         return '"' + one_line(value, 60) + '"'
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -193,8 +196,8 @@ def handle_todo_update(cmd: Command, ctx: TurnContext) -> ReportEntry:
         msg(
             "todos.change",
             field=name,
-            old=_shown(getattr(todo, name)),
-            new=_shown(getattr(updated, name)),
+            old=_shown(getattr(todo, name), name),
+            new=_shown(getattr(updated, name), name),
         )
         for name in (*_UPDATE_FIELDS, "completed_at")
         if name in changes

@@ -1,0 +1,55 @@
+"""Quickstart: deliver one agent turn against the example world and print what happened.
+
+Run it from the repository root:  .venv/bin/python examples/quickstart.py
+"""
+
+from pathlib import Path
+
+from markertools import deliver_turn, parse_turn
+from markertools_adapters.clock import SystemClock, SystemRandom
+from markertools_adapters.sqlite import create_store_from_world
+from markertools_adapters.wiring import store_ports
+from markertools_adapters.world import loads_world
+
+# The turn task t-lead of the example world just finished (any text with marker blocks).
+TURN = """Split off the load test and check what t-docs wrote.
+
+```task-create
+{"name": "load-test", "prompt": "Run the checkout load test and report p95 latency."}
+```
+
+```todo-create
+{"title": "Review the load test results", "task_id": "@load-test", "priority": "high"}
+```
+
+```task-poll
+{"task_id": "t-docs", "chars": 300}
+```
+"""
+
+plan = parse_turn(TURN)  # pure: TurnPlan(commands, issues), never raises
+print(f"{len(plan.commands)} block(s) to run, {len(plan.issues)} issue(s)")
+
+# examples/worlds/shop.json is what `markertools demo --print-world` prints. It goes into a
+# fresh in-memory SQLite database here; a worker opens its own file with
+# markertools_adapters.sqlite.open_store("markertools.db").
+world_file = Path(__file__).parent / "worlds" / "shop.json"
+store = create_store_from_world(loads_world(world_file.read_text(encoding="utf-8")))
+ports = store_ports(store, clock=SystemClock(), random=SystemRandom())
+report = deliver_turn(
+    TURN,
+    sender="t-lead",  # a task that exists in the world: the one whose turn this is
+    outcome="completed",  # only a completed turn is delivered
+    ports=ports,
+    locale="en",
+    deadline=30.0,  # seconds all polls and waits of the turn may take together (default 600)
+)
+store.close()
+
+print("delivered:", report.delivered)
+if report.not_delivered is not None:  # why nothing ran, e.g. unknown-sender
+    print("not delivered:", report.not_delivered.code, "-", report.not_delivered.reason.render())
+for entry in report.entries:  # one per block: done / rejected / skipped / ignored
+    print(f"  {entry.kind} (line {entry.line}) -> {entry.target or '-'}: {entry.outcome}")
+print()
+print(report.message or "(no report: nothing was delivered)")  # queued as t-lead's next input
