@@ -1,10 +1,13 @@
 # Owns: `markertools dots run | status | threads | probe` (docs/cli.md, DOT-13): the
 # supervisor in the foreground with the person at the terminal as decider and
-# confirmer, and inspection of a state directory. Also the host options every `dots`
-# command shares (`host_options`, `make_supervisor`), which `dots serve` uses too.
+# confirmer (`dots run PLAN.json`, or `--resume RUN` to take back a run it started),
+# the status lines of a run (`dots status`, the live view, the final print), and
+# inspection of a state directory. Also the host options every `dots` command shares
+# (`host_settings`, `make_supervisor`), which `dots serve` uses too.
 #
 # Must never: approve anything on the person's behalf (a confirmation is "accept" only
-# when they type yes), leave a child process behind, or print a traceback.
+# when they type yes), act on a notice of another run than the one at the prompt,
+# leave a child process behind, wait for a line after Ctrl-C, or print a traceback.
 from __future__ import annotations
 
 import asyncio

@@ -7,8 +7,12 @@
 # `x-codex-secondary-*` rate-limit headers codex turns into
 # `account/rateLimits/updated`. Every request is recorded.
 #
-# Must never: listen on anything but the loopback address, or send an event the
-# Responses stream does not define.
+# `main` is also the README's demo wrapper (`python -m ...fakemodel -- COMMAND`): it
+# runs COMMAND against the fake and exits with COMMAND's code.
+#
+# Must never: listen on anything but the loopback address, send an event the
+# Responses stream does not define, or die of the Ctrl-C its COMMAND handles (no
+# traceback; only the leading `--` separator is removed from COMMAND).
 from __future__ import annotations
 
 import itertools

@@ -11,7 +11,8 @@
 #   Rule 3: a torn last log line (a crash mid-append, never acknowledged) is ignored
 #           and cut off on repair; a damaged line elsewhere is an error, never skipped.
 #   Rule 4: run ids are safe file names; files are created mode 0600 (they hold user
-#           task content).
+#           task content), and the directory itself 0700 (`make_state_dir`, the one
+#           place every command creates a state directory).
 from __future__ import annotations
 
 import json
