@@ -98,9 +98,13 @@ async def _serve(dots: DotsMcp) -> None:
     process exits 130 at once - the SDK reads stdin in a worker thread that cannot be
     interrupted, so waiting for it would hang until the next line."""
     loop = asyncio.get_running_loop()
-    serving = asyncio.ensure_future(dots.run_stdio())
     interrupted = asyncio.Event()
-    loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    except NotImplementedError:  # pragma: no cover - Windows: KeyboardInterrupt as before
+        await dots.run_stdio()
+        return
+    serving = asyncio.ensure_future(dots.run_stdio())
     waiting = asyncio.ensure_future(interrupted.wait())
     try:
         await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
@@ -113,7 +117,9 @@ async def _serve(dots: DotsMcp) -> None:
     serving.cancel()
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(dots.idle.wait(), CLOSE_SECONDS)
-    sys.stderr.write("markertools: interrupted; the runs stay in the state directory, paused-safe\n")
+    sys.stderr.write(
+        "markertools: interrupted; the runs stay in the state directory, paused-safe\n"
+    )
     sys.stderr.flush()
     os._exit(130)
 
