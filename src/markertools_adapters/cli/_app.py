@@ -37,9 +37,11 @@ _STATE: dict[str, bool] = {"debug": False}
 
 
 def type_words(param: Any) -> str:
-    """How help shows the value `param` takes: its metavar when one was given, nothing
-    for a flag, else the type in words ("TEXT", "PATH", "a|b|c"), "..." when repeated."""
-    if getattr(param, "metavar", None) is not None:
+    """How help shows the value `param` takes: an option's metavar when one was given
+    (an argument's metavar is already its name in help), nothing for a flag, else the
+    type in words ("TEXT", "PATH", "a|b|c"), "..." when repeated."""
+    is_argument = getattr(param, "param_type_name", "") == "argument"
+    if getattr(param, "metavar", None) is not None and not is_argument:
         return str(param.metavar)
     if getattr(param, "is_flag", False) or getattr(param, "count", False):
         return ""

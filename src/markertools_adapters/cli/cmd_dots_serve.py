@@ -3,16 +3,19 @@
 # options, builds the server and runs it; stdout is the MCP stream, so everything the
 # command says goes to stderr.
 #
-# Must never: print to stdout (it would corrupt the protocol), or start with a state
-# directory whose host lock another supervisor holds (one line on stderr, exit 2).
+# Must never: print to stdout (it would corrupt the protocol), start with a state
+# directory whose host lock another supervisor holds (one line on stderr, exit 2), or
+# answer Ctrl-C with a traceback or a hang (it closes the supervisor and exits 130).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
@@ -26,6 +29,11 @@ from markertools_adapters.cli.cmd_dots import (
     make_supervisor,
 )
 from markertools_adapters.dots import WORKER_ENV, DotsError
+
+if TYPE_CHECKING:
+    from markertools_adapters.dots.mcp import DotsMcp
+
+CLOSE_SECONDS: Final[float] = 30.0  # Ctrl-C: how long the supervisor may take to close
 
 
 @dots_app.command("serve")
@@ -72,7 +80,7 @@ def serve_cmd(
         worker=worker,
     )
     try:
-        asyncio.run(dots.run_stdio())
+        asyncio.run(_serve(dots))
     except DotsError as exc:
         fail(exc.message)
     except BaseExceptionGroup as group:  # the lifespan failed inside the SDK's task group
@@ -82,6 +90,38 @@ def serve_cmd(
         fail(found.message)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+
+
+async def _serve(dots: DotsMcp) -> None:
+    """Serve until standard input closes. Ctrl-C: the server stops, its lifespan closes
+    the supervisor (children ended, host lock released, every run resumable), then the
+    process exits 130 at once - the SDK reads stdin in a worker thread that cannot be
+    interrupted, so waiting for it would hang until the next line."""
+    loop = asyncio.get_running_loop()
+    interrupted = asyncio.Event()
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    except NotImplementedError:  # pragma: no cover - Windows: KeyboardInterrupt as before
+        await dots.run_stdio()
+        return
+    serving = asyncio.ensure_future(dots.run_stdio())
+    waiting = asyncio.ensure_future(interrupted.wait())
+    try:
+        await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+    if not interrupted.is_set():
+        waiting.cancel()
+        serving.result()  # stdin closed: the usual end (or the error the server raised)
+        return
+    serving.cancel()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(dots.idle.wait(), CLOSE_SECONDS)
+    sys.stderr.write(
+        "markertools: interrupted; the runs stay in the state directory, paused-safe\n"
+    )
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def _dots_error(group: BaseExceptionGroup[BaseException]) -> DotsError | None:

@@ -7,8 +7,12 @@
 # `x-codex-secondary-*` rate-limit headers codex turns into
 # `account/rateLimits/updated`. Every request is recorded.
 #
-# Must never: listen on anything but the loopback address, or send an event the
-# Responses stream does not define.
+# `main` is also the README's demo wrapper (`python -m ...fakemodel -- COMMAND`): it
+# runs COMMAND against the fake and exits with COMMAND's code.
+#
+# Must never: listen on anything but the loopback address, send an event the
+# Responses stream does not define, or die of the Ctrl-C its COMMAND handles (no
+# traceback; only the leading `--` separator is removed from COMMAND).
 from __future__ import annotations
 
 import itertools
@@ -503,7 +507,6 @@ def main(argv: list[str] | None = None) -> int:
     COMMAND with that environment (CODEX_HOME, HOME, the key variable); without a
     command, print the environment and serve until interrupted."""
     import argparse
-    import subprocess
     import tempfile
     from pathlib import Path
 
@@ -513,7 +516,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", help="the CODEX_HOME to write (default: a temporary one)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run")
     args = parser.parse_args(argv)
-    command = [c for c in args.command if c != "--"] if args.command else []
+    command = list(args.command or [])
+    if command[:1] == ["--"]:  # only the separator; a `--` inside the command is its own
+        command = command[1:]
     fake = FakeResponses(
         default_reply=None,
         rate_limit_headers=rate_limit_headers(12.0, 300, int(time.time()) + 3600),
@@ -533,9 +538,32 @@ def main(argv: list[str] | None = None) -> int:
                         time.sleep(3600)
                 except KeyboardInterrupt:
                     return 0
-            return subprocess.run(command, env=env, check=False).returncode
+            return _run_child(command, env)
     finally:
         fake.stop()
+
+
+def _run_child(command: list[str], env: dict[str, str]) -> int:
+    """Run `command` and return its exit code (128 + N when signal N ended it).
+
+    Ctrl-C reaches the child directly (same foreground process group), which handles
+    it (`dots run` pauses its run): meanwhile this process only waits for it. A
+    Python-level no-op handler, not SIG_IGN: exec resets a handled signal to its
+    default in the child, while an ignored one would stay ignored there."""
+    import signal
+    import subprocess
+
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        try:
+            child = subprocess.Popen(command, env=env)
+        except OSError as exc:
+            sys.stderr.write(f"fakemodel: cannot run {command[0]}: {exc.strerror or exc}\n")
+            return 127
+        code = child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return 128 - code if code < 0 else code
 
 
 if __name__ == "__main__":

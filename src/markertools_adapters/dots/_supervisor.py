@@ -96,7 +96,13 @@ from markertools_adapters.dots._ports import (
 )
 from markertools_adapters.dots._views import head, history_turns, run_view, turn_ids
 from markertools_adapters.dots._worker import CLIENT_INFO, CodexWorker
-from markertools_adapters.planstore import HostLock, HostLockHeld, PlanStore, RunJournal
+from markertools_adapters.planstore import (
+    HostLock,
+    HostLockHeld,
+    PlanStore,
+    RunJournal,
+    make_state_dir,
+)
 
 log = logging.getLogger("markertools.dots")
 
@@ -323,6 +329,7 @@ class Supervisor:
             if self._utility is not None and self._utility.running:
                 return self._utility
             binary = await self.codex_binary()
+            make_state_dir(self.root)  # its cwd: a first `dots probe` finds no directory yet
             client = AppServerClient(
                 binary,
                 env=self._child_env("utility"),
@@ -1211,7 +1218,8 @@ class Supervisor:
 
 
 def _quota_stop(left: float | None) -> str:
-    return "none" if left is None else f"at {left:g}% left"
+    """The quota stop as the launch confirmation shows it ("quota stop: at 25% left")."""
+    return "off (stopAtLeftPercent is null)" if left is None else f"at {left:g}% left"
 
 
 def _text(value: object, field: str) -> str:

@@ -1,7 +1,9 @@
 # Owns: the JSON views of runs and threads the tools and the CLI print: a run's status
-# (`run_view`: per run `runId` and `state`, per worker `name`, `state`, `turns`, the
-# head of its last reply and, while it awaits one, `decision: {id}`), and the turns of a
-# `thread/read` answer (`history_turns`, `turn_ids`). Pure functions of their input.
+# (`run_view`: per run `runId` and `state`, while paused the pause's own words
+# (`pauseDetail`), the quota (`unknownSince` once the watched window went missing), per
+# worker `name`, `state`, `turns`, the head of its last reply and, while it awaits one,
+# `decision: {id}`), and the turns of a `thread/read` answer (`history_turns`,
+# `turn_ids`). Pure functions of their input; fields are only ever added (docs/cli.md).
 from __future__ import annotations
 
 from typing import Any, Final
@@ -9,6 +11,8 @@ from typing import Any, Final
 from markertools.plans import RunState
 
 HEAD_CHARS: Final[int] = 200
+PAUSE_PREFIX: Final[str] = "plan.paused."  # every pause records its detail as such an alert
+UNOBSERVED: Final[str] = "plan.quota_unobserved"  # raised when the watched window goes missing
 
 
 def head(text: object, limit: int = HEAD_CHARS) -> str | None:
@@ -45,11 +49,13 @@ def run_view(state: RunState, locale: str = "en") -> dict[str, Any]:
         if role.interrupted_instruction is not None:
             item["interruptedInstructionHead"] = head(role.interrupted_instruction)
         workers.append(item)
+    policy = state.proposal.quota
     return {
         "runId": state.run_id,
         "state": state.status,
         "goal": state.proposal.goal,
         "pauseReason": state.pause_reason,
+        "pauseDetail": _latest(state, PAUSE_PREFIX, locale) if state.status == "paused" else None,
         "turnsUsed": state.turns_used,
         "maxTurns": state.turn_limit,
         "workers": workers,
@@ -63,11 +69,28 @@ def run_view(state: RunState, locale: str = "en") -> dict[str, Any]:
                 for w in state.quota_windows
             ],
             "unknown": state.quota_unobserved,
-            "stopAtLeftPercent": state.proposal.quota.stop_at_left_percent,
+            "unknownSince": _since(state, UNOBSERVED) if state.quota_unobserved else None,
+            "stopAtLeftPercent": policy.stop_at_left_percent,
+            "watch": {"bucket": policy.bucket, "windowMinutes": policy.window_minutes},
         },
         "alerts": [{"at": a.at, "message": a.message.render(locale)} for a in state.alerts[-10:]],
         "pendingNotices": len(state.outbox),
     }
+
+
+def _last_alert(state: RunState, key: str) -> Any:
+    """The newest alert whose message key starts with `key` (None when there is none)."""
+    return next((a for a in reversed(state.alerts) if a.message.key.startswith(key)), None)
+
+
+def _latest(state: RunState, key: str, locale: str) -> str | None:
+    found = _last_alert(state, key)
+    return found.message.render(locale) if found is not None else None
+
+
+def _since(state: RunState, key: str) -> float | None:
+    found = _last_alert(state, key)
+    return found.at if found is not None else None
 
 
 def turn_ids(result: dict[str, Any]) -> list[str]:

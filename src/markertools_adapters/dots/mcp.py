@@ -40,6 +40,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+import markertools
 from markertools_adapters.dots._mcp_confirm import (
     CallConfirmer,
     InputNeeded,
@@ -62,6 +63,7 @@ from markertools_adapters.dots._ports import (
     RunNotFound,
 )
 from markertools_adapters.dots._supervisor import WORKER_ENV, Supervisor
+from markertools_adapters.planstore import make_state_dir
 
 log = logging.getLogger("markertools.dots.mcp")
 
@@ -145,6 +147,8 @@ class DotsMcp:
         self.sup = supervisor(self.confirmer, self.notifier)
         self._users = 0
         self._open_lock = asyncio.Lock()
+        self.idle = asyncio.Event()  # set while the supervisor is closed (no connection)
+        self.idle.set()
         self._handlers: dict[str, Handler] = {
             "dots_probe": self._probe,
             "dots_threads": self._threads,
@@ -178,6 +182,7 @@ class DotsMcp:
             tools=tools,
             lifespan=self._lifespan,
             subscriptions=self.bus,
+            version=markertools.__version__,  # serverInfo.version of initialize
         )
         self.server.resource(
             RUN_URI.replace("{runId}", "{run_id}"),
@@ -196,8 +201,9 @@ class DotsMcp:
             if self._users == 0 and self.worker is None:
                 await self.sup.open()
             elif self._users == 0:  # read-only: no host lock; probe & co. run in the root
-                self.sup.root.mkdir(parents=True, exist_ok=True)
+                make_state_dir(self.sup.root)
             self._users += 1
+            self.idle.clear()
         link = Link(conversation=f"connection-{uuid.uuid4().hex}")
         self.links.append(link)
         try:
@@ -207,7 +213,10 @@ class DotsMcp:
             async with self._open_lock:
                 self._users -= 1
                 if self._users == 0:
-                    await self.sup.close()
+                    try:
+                        await self.sup.close()
+                    finally:
+                        self.idle.set()
 
     async def run_stdio(self) -> None:
         await self.server.run_stdio_async()

@@ -40,6 +40,7 @@ from markertools_adapters.planstore._files import (
     RunNotFound,
     StaleRevision,
     check_run_id,
+    make_state_dir,
 )
 from markertools_adapters.planstore._journal import RunJournal, host
 from markertools_adapters.planstore._lock import HostLock, pid_alive
@@ -60,5 +61,6 @@ __all__ = [
     "StaleRevision",
     "check_run_id",
     "host",
+    "make_state_dir",
     "pid_alive",
 ]

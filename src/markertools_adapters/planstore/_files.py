@@ -11,7 +11,8 @@
 #   Rule 3: a torn last log line (a crash mid-append, never acknowledged) is ignored
 #           and cut off on repair; a damaged line elsewhere is an error, never skipped.
 #   Rule 4: run ids are safe file names; files are created mode 0600 (they hold user
-#           task content).
+#           task content), and the directory itself 0700 (`make_state_dir`, the one
+#           place every command creates a state directory).
 from __future__ import annotations
 
 import json
@@ -85,6 +86,15 @@ class HostLockHeld(PlanStoreError):
         self.pid = pid
 
 
+def make_state_dir(root: str | os.PathLike[str]) -> Path:
+    """`root` (with `~` expanded), created when missing: the directory itself mode 0700,
+    missing parents with the default mode. Every command that works in a state
+    directory goes through here (the supervisor, the host lock, `dots probe`)."""
+    directory = Path(root).expanduser()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return directory
+
+
 def check_run_id(run_id: str) -> str:
     """Run ids become file names: letters, digits, '.', '_', '-' (no separators)."""
     if not isinstance(run_id, str) or not _RUN_ID.match(run_id) or ".." in run_id:
@@ -136,8 +146,7 @@ class PlanStore:
     "record-written", "record-replaced"); tests raise from it to simulate crashes."""
 
     def __init__(self, root: str | os.PathLike[str], *, probe: Probe | None = None) -> None:
-        self.root = Path(root).expanduser()
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.root = make_state_dir(root)
         self._probe = probe or (lambda point: None)
         self._mutex = threading.Lock()
 

@@ -19,7 +19,12 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from markertools_adapters.planstore._files import LOCK_NAME, HostLockHeld, _write_all
+from markertools_adapters.planstore._files import (
+    LOCK_NAME,
+    HostLockHeld,
+    _write_all,
+    make_state_dir,
+)
 
 try:  # POSIX: the OS releases the lock when the holder dies, whatever its pid became
     import fcntl as _fcntl
@@ -81,9 +86,7 @@ class HostLock:
 
     @classmethod
     def acquire(cls, root: str | os.PathLike[str]) -> HostLock:
-        directory = Path(root).expanduser()
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = directory / LOCK_NAME
+        path = make_state_dir(root) / LOCK_NAME
         if _fcntl is None:  # pragma: no cover - exercised by a test that hides fcntl
             return cls._acquire_by_pid(path)
         while True:

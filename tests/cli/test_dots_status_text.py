@@ -1,0 +1,138 @@
+"""`markertools dots status` as text (issue 24 item 5), on state directories written by
+the real plan store through the pure core: a paused run shows why; the latest alerts
+and the pending notices show; the quota line says "unknown" when the window the plan
+watches was not reported (with what the last report held, and since when), never a
+bare "88% left" beside an alert saying the window is missing; a cancelled run does not
+list its unfinished roles as paused or queued. The same lines are `dots run`'s live view
+and final print (see test_dots_terminal.py). JSON only grows (docs/cli.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dots_support import plan, role
+
+from markertools.plans import (
+    Cancel,
+    Event,
+    Launch,
+    Pause,
+    QuotaObserved,
+    QuotaWindow,
+    StartRun,
+    TurnEnded,
+    TurnStarted,
+    new_run,
+    validate_proposal,
+)
+from markertools_adapters.planstore import RunJournal, host
+
+AT = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC; the commands below run with TZ=UTC
+SHOWN = "2027-01-15 08:00"  # a day other than today: date and time
+
+
+def two_roles(tmp: Path, **quota: Any) -> dict[str, Any]:
+    return plan(
+        role("reader", tmp),
+        role("fixer", tmp, dependsOn=["reader"]),
+        quota={"stopAtLeftPercent": 25, **quota},
+    )
+
+
+def first_turn() -> list[Event]:
+    reply = "reader: the fault is in parse.py\nline 3, off by one"
+    return [
+        StartRun("e1"),
+        Launch("e2", "reader"),
+        TurnStarted("e3", "reader", "thread-1", "turn-1"),
+        TurnEnded("e4", "reader", "d1", reply, "completed"),
+    ]
+
+
+def journal(root: Path, raw: dict[str, Any], events: list[Event]) -> str:
+    proposal = validate_proposal(raw).proposal
+    assert proposal is not None
+    run_id = uuid.uuid4().hex
+    with host(root) as (store, lock):
+        run = RunJournal.create(store, lock, new_run(run_id, proposal, AT, owner="terminal"))
+        for event in events:
+            run.submit(event, AT)
+    return run_id
+
+
+def status(root: Path, *extra: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "markertools", "dots", "status", "--state-dir", str(root), *extra],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "TZ": "UTC"},
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout
+
+
+@pytest.mark.rule("DOT-8", "PLN-8")
+def test_a_paused_run_shows_why_its_alerts_notices_and_an_unknown_quota(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    seen = (QuotaWindow(88.0, "codex", 300),)  # the 5-hour window; the plan watches the weekly one
+    run_id = journal(
+        root, two_roles(tmp_path, windowMinutes=10080), [*first_turn(), QuotaObserved("e5", seen), Pause("e6")]
+    )
+    assert status(root).splitlines() == [
+        f"run {run_id}: paused (1/12 turns)",
+        "  paused: paused on request",
+        f"  quota: unknown since {SHOWN}: the window the plan watches (10080-min window) was not "
+        "reported; the last report had 88% left of the 300-min window (bucket codex)",
+        "  notices pending: 1",
+        "  reader       paused             turns 1   reader: the fault is in parse.py",
+        "  fixer        queued             turns 0",
+        f"  alert {SHOWN}: the quota window to watch (bucket any, 10080 minutes) was not reported; "
+        "the quota stop could not be checked",
+        f"  alert {SHOWN}: paused on request",
+    ]
+
+
+@pytest.mark.rule("DOT-8", "PLN-8")
+def test_an_observed_quota_shows_its_window_and_the_stop(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    seen = (QuotaWindow(88.0, "codex", 300),)
+    journal(root, two_roles(tmp_path, windowMinutes=300), [*first_turn(), QuotaObserved("e5", seen)])
+    lines = status(root).splitlines()
+    assert lines[1] == "  quota: 88% left of the 300-min window (bucket codex); the run pauses at 25% left"
+    assert "  paused:" not in "\n".join(lines)
+
+
+@pytest.mark.rule("DOT-16", "PLN-6")
+def test_a_cancelled_run_does_not_list_its_roles_as_paused_or_queued(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    run_id = journal(root, two_roles(tmp_path), [*first_turn(), Cancel("e5")])
+    assert status(root).splitlines()[:5] == [
+        f"run {run_id}: cancelled (1/12 turns)",
+        "  quota: not reported yet",
+        "  notices pending: 1",
+        "  reader       not finished (run cancelled) turns 1   reader: the fault is in parse.py",
+        "  fixer        not finished (run cancelled) turns 0",
+    ]
+
+
+@pytest.mark.rule("DOT-13")
+def test_the_json_view_only_grows(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    seen = (QuotaWindow(88.0, "codex", 300),)
+    journal(root, two_roles(tmp_path, windowMinutes=10080), [*first_turn(), QuotaObserved("e5", seen), Pause("e6")])
+    (view,) = json.loads(status(root, "--json"))["runs"]
+    before = {"runId", "state", "goal", "pauseReason", "turnsUsed", "maxTurns", "workers", "quota",
+              "alerts", "pendingNotices"}
+    assert before <= set(view)
+    assert {"windows", "unknown", "stopAtLeftPercent"} <= set(view["quota"])
+    assert view["pauseReason"] == "user"
+    assert view["pauseDetail"] == "paused on request"
+    assert view["quota"]["unknown"] is True
+    assert view["quota"]["unknownSince"] == AT
+    assert view["quota"]["watch"] == {"bucket": None, "windowMinutes": 10080}
+    assert view["quota"]["windows"] == [{"leftPercent": 88.0, "bucket": "codex", "windowMinutes": 300}]
