@@ -29,8 +29,7 @@ from typing import Final
 
 import attrs
 
-from markertools.domain.model import Task
-from markertools.domain.ports import KillResult, TaskExecutor
+from markertools import KillResult, Task, TaskExecutor
 from markertools_adapters._procgroups import (
     GroupRecord,
     LocalProcessExecutor,

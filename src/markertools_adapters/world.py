@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
-from markertools.domain.model import (
+from markertools import (
     EFFORTS,
     EXECUTORS,
     PERMISSIONS,

@@ -16,7 +16,7 @@ from typing import Any
 
 import cattrs
 
-from markertools.parse.plan import Command, TurnPlan
+from markertools import Command, TurnPlan
 from markertools_adapters.cli._app import emit_json, fail
 
 _converter = cattrs.Converter()

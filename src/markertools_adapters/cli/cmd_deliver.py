@@ -29,11 +29,16 @@ from typing import Annotated, Any
 
 import typer
 
-from markertools import DEFAULT_DELIVERY_DEADLINE, deliver_turn
-from markertools.deliver.report import DeliveryReport
-from markertools.domain.model import TURN_OUTCOMES, AuditRecord
-from markertools.domain.ports import TaskExecutor, TaskFiles
-from markertools.text.msg import LOCALES
+from markertools import (
+    DEFAULT_DELIVERY_DEADLINE,
+    LOCALES,
+    TURN_OUTCOMES,
+    AuditRecord,
+    DeliveryReport,
+    TaskExecutor,
+    TaskFiles,
+    deliver_turn,
+)
 from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
 from markertools_adapters.clock import SystemClock, SystemRandom, VirtualClock
 from markertools_adapters.wiring import store_ports

@@ -11,9 +11,7 @@ from typing import Annotated
 
 import typer
 
-from markertools.parse.guide import UnknownKindError, render_guide
-from markertools.parse.schema import body_schema, body_schemas
-from markertools.text.msg import LOCALES
+from markertools import LOCALES, UnknownKindError, body_schema, body_schemas, render_guide
 from markertools_adapters.cli._app import app, emit_json, fail
 
 
