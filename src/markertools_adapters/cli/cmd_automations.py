@@ -39,7 +39,8 @@ from markertools import (
     shanghai_iso,
     update_automation,
 )
-from markertools_adapters.cli._app import UsageFailure, WordsTyper, app, emit_json, fail
+from markertools_adapters.cli._app import UsageFailure, WordsTyper, app, fail
+from markertools_adapters.cli._io import emit_json
 
 automations_app = WordsTyper(
     help="Automations on a database: list, fire the due ones, pause, resume, update, delete "

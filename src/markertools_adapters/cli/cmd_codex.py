@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from markertools import TurnPlan, display_name, parse_turn
-from markertools_adapters.cli._app import emit_json, fail
+from markertools_adapters.cli._app import fail
+from markertools_adapters.cli._io import emit_json
 from markertools_adapters.codex import (
     CodexInputError,
     CodexTranscript,

@@ -23,7 +23,8 @@ from typing import Annotated, Any, Final
 import typer
 
 from markertools import LOCALES, DeliveryReport, FiredRun, deliver_turn, fire_due_automations
-from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail, make_parent_dirs
+from markertools_adapters.cli._app import UsageFailure, app, fail
+from markertools_adapters.cli._io import emit_json, make_parent_dirs
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World, loads_world

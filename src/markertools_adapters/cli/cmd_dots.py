@@ -25,7 +25,8 @@ from typing import Annotated, Any, Final
 import typer
 
 from markertools.plans import HostSettings, validate_host_settings
-from markertools_adapters.cli._app import dots_app, emit_json, fail
+from markertools_adapters.cli._app import dots_app, fail
+from markertools_adapters.cli._io import emit_json
 from markertools_adapters.dots import (
     ConfirmAnswer,
     ConfirmRequest,

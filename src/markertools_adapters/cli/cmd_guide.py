@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 
 from markertools import LOCALES, UnknownKindError, body_schema, body_schemas, render_guide
-from markertools_adapters.cli._app import app, emit_json, fail
+from markertools_adapters.cli._app import app, fail
+from markertools_adapters.cli._io import emit_json
 
 
 @app.command("guide")
