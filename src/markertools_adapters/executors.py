@@ -36,6 +36,7 @@ from markertools_adapters._procgroups import (
     PgidRegistry,
     default_state_dir,
 )
+from markertools_adapters.errors import MarkertoolsError
 
 __all__ = [
     "EXECUTOR_NAMES",
@@ -54,7 +55,7 @@ __all__ = [
 EXECUTOR_NAMES: Final[tuple[str, ...]] = ("noop", "local", "docker")
 
 
-class ExecutorUnavailable(RuntimeError):
+class ExecutorUnavailable(RuntimeError, MarkertoolsError):
     """No backend is configured for the task's executor kind (Rule 2)."""
 
 

@@ -52,6 +52,7 @@ from markertools import (
     Task,
     Todo,
 )
+from markertools_adapters.errors import MarkertoolsError
 
 if TYPE_CHECKING:  # cattrs loads with the first world file read or written (import cost)
     import cattrs
@@ -105,7 +106,7 @@ class WorldStore(Protocol):
         ...
 
 
-class WorldFileError(ValueError):
+class WorldFileError(ValueError, MarkertoolsError):
     """An invalid world file; the message names the bad field first."""
 
 

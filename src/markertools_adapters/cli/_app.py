@@ -17,6 +17,8 @@ from typing import Annotated, Any, Final, NoReturn
 import typer
 import typer.core
 
+from markertools_adapters.errors import MarkertoolsError
+
 _TYPE_WORDS: Final[dict[str, str]] = {
     "text": "TEXT",
     "integer": "INTEGER",
@@ -245,7 +247,7 @@ def debug_requested() -> bool:
     return _STATE["debug"]
 
 
-class UsageFailure(Exception):
+class UsageFailure(MarkertoolsError):
     """Raised by library glue for a usage error or unreadable input (exit 2)."""
 
 

@@ -38,6 +38,7 @@ from markertools_adapters.dots import (
     Supervisor,
     default_state_dir,
 )
+from markertools_adapters.errors import MarkertoolsError
 
 TERMINAL_OWNER = "terminal"  # the conversation id of the person at the terminal
 
@@ -339,7 +340,7 @@ async def _call(call: Any) -> bool:
     return True
 
 
-class NotResumable(Exception):
+class NotResumable(MarkertoolsError):
     """`--resume RUN` names no unfinished run of the terminal (exit 2, one line)."""
 
 
