@@ -218,3 +218,66 @@ def test_adapters_contract_breaks_on_a_private_core_import(tmp_path: Path) -> No
     assert "markertools_adapters is not allowed to import markertools.plans._state" in flat
     assert "markertools_adapters is not allowed to import markertools.deliver" in flat
     assert "markertools_adapters.executors -> markertools.plans._state" in flat
+
+
+# ---- the README's architecture tree -------------------------------------------------
+
+# directories the tree shows completely (every module and subdirectory); the others
+# show only the modules the README names
+FULLY_DRAWN = (
+    "src/markertools",
+    "src/markertools_adapters",
+    "src/markertools_adapters/codex",
+    "src/markertools_adapters/planstore",
+    "src/markertools_adapters/dots",
+)
+
+
+def architecture_tree() -> list[str]:
+    """The paths the README's architecture tree draws ("src/markertools/deliver/loop.py",
+    ...), from its indentation (two spaces a level)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"^```\n(src/\n.*?)^```$", readme, re.S | re.M)
+    assert block is not None, "README.md: the architecture tree (a block starting src/)"
+    paths: list[str] = []
+    stack: list[str] = []
+    for line in block.group(1).splitlines():
+        match = re.match(r"( *)(\S+)", line)
+        assert match is not None and len(match.group(1)) % 2 == 0, line
+        depth = len(match.group(1)) // 2
+        stack[depth:] = [match.group(2).rstrip("/")]
+        paths.append("/".join(stack))
+    return paths
+
+
+def on_disk(directory: Path) -> set[str]:
+    """What `ls` shows of a source directory that a tree should: modules and
+    subdirectories (no caches, no py.typed marker; `__init__.py` is the directory's
+    own line)."""
+    return {
+        str(p.relative_to(ROOT))
+        for p in directory.iterdir()
+        if (p.is_dir() and p.name != "__pycache__")
+        or (p.suffix == ".py" and p.name != "__init__.py")
+    }
+
+
+def test_the_readme_architecture_tree_matches_the_files() -> None:
+    drawn = architecture_tree()
+    assert len(drawn) > 60  # the whole tree was read
+    assert sorted(p for p in drawn if not (ROOT / p).exists()) == []  # nothing stale
+    packages = {
+        str(init.parent.relative_to(ROOT))
+        for package in PACKAGES
+        for init in (ROOT / "src" / package).rglob("__init__.py")
+    }
+    assert sorted(packages - set(drawn)) == [], "draw every package of src/"
+    for directory in FULLY_DRAWN:
+        missing = sorted(on_disk(ROOT / directory) - set(drawn))
+        assert missing == [], f"README.md architecture tree: add {missing}"
+    named = {"deliver/codec.py", "deliver/automations_fire.py", "deliver/automations_admin.py"}
+    assert {f"src/markertools/{n}" for n in named} <= set(drawn)
+    codecs = {str(p.relative_to(ROOT)) for p in (ROOT / "src").rglob("*codec.py")}
+    assert sorted(codecs - set(drawn)) == [], "draw every codec module"
+    workers = {str(p.relative_to(ROOT)) for p in (ROOT / "src").rglob("_worker.py")}
+    assert sorted(workers - set(drawn)) == [], "draw every worker-loop module"
