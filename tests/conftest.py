@@ -30,7 +30,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-pytest_plugins = ["codex_support"]
+pytest_plugins = ["support.codex"]
 
 
 def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_paths import REPO
+from support.paths import REPO
 
 README = REPO / "README.md"
 QUICKSTART = REPO / "examples" / "quickstart.py"

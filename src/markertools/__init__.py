@@ -33,7 +33,13 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         automation_task_id,
         fire_due_automations,
     )
+    from markertools.deliver.handlers.read import is_priced
     from markertools.deliver.loop import DEFAULT_DELIVERY_DEADLINE, deliver_turn
+    from markertools.deliver.paths import (
+        check_relative_path,
+        display_name,
+        task_id_component_problem,
+    )
     from markertools.deliver.report import (
         BlockOutcome,
         DeliveryReport,
@@ -42,7 +48,16 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         ReportEntry,
     )
     from markertools.domain.decision import Allowed, Decision, Denied, PermissionAnswer
+    from markertools.domain.errors import ERROR_SUMMARY_CHARS, summarize_error
     from markertools.domain.model import (
+        EFFORTS,
+        EXECUTORS,
+        PERMISSIONS,
+        TASK_STATUSES,
+        TODO_PRIORITIES,
+        TODO_STATUSES,
+        TURN_OUTCOMES,
+        UNFINISHED_TODO_STATUSES,
         Attempt,
         AuditRecord,
         Automation,
@@ -58,6 +73,8 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         TaskStatus,
         Todo,
         TurnOutcome,
+        is_goal_task,
+        refuse_bad_status,
     )
     from markertools.domain.ports import (
         AttemptLedger,
@@ -69,6 +86,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         Clock,
         CostLookup,
         DeliveryJournal,
+        FileAnswer,
         FileListing,
         FileRefused,
         FileText,
@@ -89,12 +107,30 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         TodoListing,
         TodoStore,
     )
+    from markertools.domain.schedule import apply_claim, is_due, next_run_at, shanghai_iso
+    from markertools.domain.timeparse import epoch_from_number, parse_iso
+    from markertools.inject.attempts import (
+        NO_CHECKPOINT,
+        checked_attempt,
+        ending_attempt,
+        requeued_task,
+        timeline_decision,
+    )
+    from markertools.inject.first_turn import (
+        FRESH_STARTS,
+        INJECTED_TODOS,
+        START_KINDS,
+        FirstTurnPrompt,
+        InjectionInputs,
+        LookupFailed,
+        assemble_first_turn,
+    )
     from markertools.inject.framing import frame_data
-    from markertools.parse.guide import render_guide
+    from markertools.parse.guide import UnknownKindError, render_guide
     from markertools.parse.plan import BlockIssue, Command, TurnPlan
     from markertools.parse.schema import body_schema, body_schemas
     from markertools.parse.turn import parse_turn
-    from markertools.text.msg import Locale, Msg, msg
+    from markertools.text.msg import LOCALES, Locale, Msg, msg
 
     __version__: str
 
@@ -175,10 +211,63 @@ _EXPORTS: dict[str, str] = {
     "msg": "markertools.text.msg",
     "parse_turn": "markertools.parse.turn",
     "render_guide": "markertools.parse.guide",
+    # for adapters and store implementations (markertools_adapters imports the core only
+    # from here and from markertools.plans: the "adapters-public-core" import contract)
+    "is_priced": "markertools.deliver.handlers.read",
+    "check_relative_path": "markertools.deliver.paths",
+    "display_name": "markertools.deliver.paths",
+    "task_id_component_problem": "markertools.deliver.paths",
+    "ERROR_SUMMARY_CHARS": "markertools.domain.errors",
+    "summarize_error": "markertools.domain.errors",
+    "EFFORTS": "markertools.domain.model",
+    "EXECUTORS": "markertools.domain.model",
+    "PERMISSIONS": "markertools.domain.model",
+    "TASK_STATUSES": "markertools.domain.model",
+    "TODO_PRIORITIES": "markertools.domain.model",
+    "TODO_STATUSES": "markertools.domain.model",
+    "TURN_OUTCOMES": "markertools.domain.model",
+    "UNFINISHED_TODO_STATUSES": "markertools.domain.model",
+    "is_goal_task": "markertools.domain.model",
+    "refuse_bad_status": "markertools.domain.model",
+    "FileAnswer": "markertools.domain.ports",
+    "apply_claim": "markertools.domain.schedule",
+    "is_due": "markertools.domain.schedule",
+    "next_run_at": "markertools.domain.schedule",
+    "shanghai_iso": "markertools.domain.schedule",
+    "epoch_from_number": "markertools.domain.timeparse",
+    "parse_iso": "markertools.domain.timeparse",
+    "NO_CHECKPOINT": "markertools.inject.attempts",
+    "checked_attempt": "markertools.inject.attempts",
+    "ending_attempt": "markertools.inject.attempts",
+    "requeued_task": "markertools.inject.attempts",
+    "timeline_decision": "markertools.inject.attempts",
+    "FRESH_STARTS": "markertools.inject.first_turn",
+    "INJECTED_TODOS": "markertools.inject.first_turn",
+    "START_KINDS": "markertools.inject.first_turn",
+    "FirstTurnPrompt": "markertools.inject.first_turn",
+    "InjectionInputs": "markertools.inject.first_turn",
+    "LookupFailed": "markertools.inject.first_turn",
+    "assemble_first_turn": "markertools.inject.first_turn",
+    "UnknownKindError": "markertools.parse.guide",
+    "LOCALES": "markertools.text.msg",
 }
 
 __all__ = [
     "DEFAULT_DELIVERY_DEADLINE",
+    "EFFORTS",
+    "ERROR_SUMMARY_CHARS",
+    "EXECUTORS",
+    "FRESH_STARTS",
+    "INJECTED_TODOS",
+    "LOCALES",
+    "NO_CHECKPOINT",
+    "PERMISSIONS",
+    "START_KINDS",
+    "TASK_STATUSES",
+    "TODO_PRIORITIES",
+    "TODO_STATUSES",
+    "TURN_OUTCOMES",
+    "UNFINISHED_TODO_STATUSES",
     "Allowed",
     "Attempt",
     "AttemptLedger",
@@ -202,16 +291,20 @@ __all__ = [
     "DeliveryReport",
     "Denied",
     "Environment",
+    "FileAnswer",
     "FileListing",
     "FileRefused",
     "FileText",
     "FiredRun",
+    "FirstTurnPrompt",
     "Followup",
     "FollowupQueue",
     "FollowupTaker",
+    "InjectionInputs",
     "KillResult",
     "LineageLink",
     "Locale",
+    "LookupFailed",
     "Msg",
     "NotDelivered",
     "NotDeliveredCode",
@@ -238,19 +331,38 @@ __all__ = [
     "TodoStore",
     "TurnOutcome",
     "TurnPlan",
+    "UnknownKindError",
+    "apply_claim",
+    "assemble_first_turn",
     "automation_task_id",
     "body_schema",
     "body_schemas",
+    "check_relative_path",
+    "checked_attempt",
     "delete_automation",
     "deliver_turn",
+    "display_name",
+    "ending_attempt",
+    "epoch_from_number",
     "fire_due_automations",
     "frame_data",
+    "is_due",
+    "is_goal_task",
+    "is_priced",
     "list_automations",
     "msg",
+    "next_run_at",
+    "parse_iso",
     "parse_turn",
     "pause_automation",
+    "refuse_bad_status",
     "render_guide",
+    "requeued_task",
     "resume_automation",
+    "shanghai_iso",
+    "summarize_error",
+    "task_id_component_problem",
+    "timeline_decision",
     "update_automation",
 ]
 

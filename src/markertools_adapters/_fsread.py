@@ -22,8 +22,7 @@ import os
 from collections.abc import Iterator
 from typing import Final
 
-from markertools.deliver.paths import display_name
-from markertools.text.msg import Msg, msg
+from markertools import Msg, display_name, msg
 
 READ_CHUNK: Final[int] = 64 * 1024
 SCAN_BYTES: Final[int] = 1024 * 1024  # files up to this size are checked whole

@@ -38,8 +38,7 @@ from typing import IO, Any, Final
 
 import attrs
 
-from markertools.domain.model import Task
-from markertools.domain.ports import KillResult
+from markertools import KillResult, Task
 
 _PROC: Final[Path] = Path("/proc")
 _NOFOLLOW: Final[int] = getattr(os, "O_NOFOLLOW", 0)

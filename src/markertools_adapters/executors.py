@@ -29,14 +29,14 @@ from typing import Final
 
 import attrs
 
-from markertools.domain.model import Task
-from markertools.domain.ports import KillResult, TaskExecutor
+from markertools import KillResult, Task, TaskExecutor
 from markertools_adapters._procgroups import (
     GroupRecord,
     LocalProcessExecutor,
     PgidRegistry,
     default_state_dir,
 )
+from markertools_adapters.errors import MarkertoolsError
 
 __all__ = [
     "EXECUTOR_NAMES",
@@ -55,7 +55,7 @@ __all__ = [
 EXECUTOR_NAMES: Final[tuple[str, ...]] = ("noop", "local", "docker")
 
 
-class ExecutorUnavailable(RuntimeError):
+class ExecutorUnavailable(RuntimeError, MarkertoolsError):
     """No backend is configured for the task's executor kind (Rule 2)."""
 
 

@@ -16,29 +16,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from markertools.deliver.loop import summarize_error
-from markertools.domain.decision import Denied, PermissionAnswer
-from markertools.domain.model import UNFINISHED_TODO_STATUSES, Attempt, Project, Task, is_goal_task
-from markertools.domain.ports import (
-    AttemptLedger,
-    PermissionLookup,
-    ProjectLookup,
-    RandomSource,
-    RequeueResult,
-    TaskStore,
-    TodoListing,
-    TodoStore,
-)
-from markertools.inject.attempts import NO_CHECKPOINT, timeline_decision
-from markertools.inject.first_turn import (
+from markertools import (
     FRESH_STARTS,
     INJECTED_TODOS,
+    NO_CHECKPOINT,
+    UNFINISHED_TODO_STATUSES,
+    Attempt,
+    AttemptLedger,
+    Denied,
     FirstTurnPrompt,
     InjectionInputs,
     LookupFailed,
+    PermissionAnswer,
+    PermissionLookup,
+    Project,
+    ProjectLookup,
+    RandomSource,
+    RequeueResult,
+    Task,
+    TaskStore,
+    TodoListing,
+    TodoStore,
     assemble_first_turn,
+    is_goal_task,
+    msg,
+    summarize_error,
+    timeline_decision,
 )
-from markertools.text.msg import msg
 
 
 def gather_injection_inputs(

@@ -29,6 +29,8 @@ from typing import Final
 
 import sqlite_utils
 
+from markertools_adapters.errors import MarkertoolsError
+
 PERMISSION_TABLES: Final[tuple[str, ...]] = ("permission_grants", "role_grants", "user_roles")
 
 _LOOKUP_SQL: Final[str] = """
@@ -123,11 +125,11 @@ class StaticPermissions:
         return permission in self._grants.get((user, project_id), frozenset())
 
 
-class PermissionLookupTimeout(TimeoutError):
+class PermissionLookupTimeout(TimeoutError, MarkertoolsError):
     """The wrapped lookup did not answer in time; delivery treats it as a failed lookup."""
 
 
-class PermissionLookupError(RuntimeError):
+class PermissionLookupError(RuntimeError, MarkertoolsError):
     """The wrapped lookup answered something that is not a bool."""
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from markertools_adapters._urls import is_postgres_url as is_postgres_url
+from markertools_adapters.errors import MarkertoolsError
 
 # extra -> the top-level modules it provides (a missing one of these is an install problem)
 EXTRA_MODULES: Final[dict[str, frozenset[str]]] = {
@@ -31,7 +32,7 @@ EXTRA_MODULES: Final[dict[str, frozenset[str]]] = {
 }
 
 
-class MissingExtra(ImportError):
+class MissingExtra(ImportError, MarkertoolsError):
     """An optional dependency is not installed; the message names the extra to install.
 
     `extra` is the extra's name (e.g. "postgres"), `install` the pip command line."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from markertools.domain.ports import (
+from markertools import (
     AttemptLedger,
     AuditLog,
     AutomationAdmin,

@@ -48,11 +48,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 from typing import Final, TypeAlias
 
-from markertools.deliver.paths import check_relative_path, display_name, task_id_component_problem
-from markertools.domain.decision import Denied
-from markertools.domain.model import Task
-from markertools.domain.ports import FileAnswer, FileListing, FileRefused, FileText
-from markertools.text.msg import Msg, msg
+from markertools import (
+    Denied,
+    FileAnswer,
+    FileListing,
+    FileRefused,
+    FileText,
+    Msg,
+    Task,
+    check_relative_path,
+    display_name,
+    msg,
+    task_id_component_problem,
+)
 from markertools_adapters._fsread import list_directory, read_text
 
 HOST_WORKTREES_DIR: Final[str] = "host-worktrees"

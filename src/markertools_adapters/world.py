@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
-from markertools.domain.model import (
+from markertools import (
     EFFORTS,
     EXECUTORS,
     PERMISSIONS,
@@ -52,6 +52,7 @@ from markertools.domain.model import (
     Task,
     Todo,
 )
+from markertools_adapters.errors import MarkertoolsError
 
 if TYPE_CHECKING:  # cattrs loads with the first world file read or written (import cost)
     import cattrs
@@ -105,7 +106,7 @@ class WorldStore(Protocol):
         ...
 
 
-class WorldFileError(ValueError):
+class WorldFileError(ValueError, MarkertoolsError):
     """An invalid world file; the message names the bad field first."""
 
 

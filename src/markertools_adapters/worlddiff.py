@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from markertools.domain.model import (
+from markertools import (
     Attempt,
     AuditRecord,
     Automation,
@@ -29,11 +29,13 @@ from markertools.domain.model import (
     LineageLink,
     Project,
     Quota,
+    RequeueResult,
     Task,
+    TaskListing,
     Todo,
+    TodoListing,
+    shanghai_iso,
 )
-from markertools.domain.ports import RequeueResult, TaskListing, TodoListing
-from markertools.domain.schedule import shanghai_iso
 from markertools_adapters.world import World
 
 PREVIEW_CHARS = 100

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from exactly_once_support import deliver, snapshot, world
-from postgres_support import SKIP_REASON, connect, pg_dsn, throwaway_store
+from support.exactly_once import deliver, snapshot, world
+from support.postgres import SKIP_REASON, connect, pg_dsn, throwaway_store
 
 from markertools_adapters.sqlite import create_store_from_world, open_store
 

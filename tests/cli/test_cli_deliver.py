@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_paths import TESTS
+from support.paths import TESTS
 from typer.testing import CliRunner
 
 from markertools_adapters.cli import app

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import typer
-from strategies_codex import APPSERVER_STREAM, ROLLOUT, agent_item, line, turn_completed
+from support.strategies.codex import APPSERVER_STREAM, ROLLOUT, agent_item, line, turn_completed
 from typer.testing import CliRunner
 
 from markertools_adapters.cli import app

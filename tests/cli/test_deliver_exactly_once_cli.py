@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from exactly_once_support import TURN, world
+from support.exactly_once import TURN, world
 from typer.testing import CliRunner
 
 from markertools_adapters.cli import app

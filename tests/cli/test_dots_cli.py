@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from codex_support import codex_bin
-from repo_paths import REPO
+from support.codex import codex_bin
+from support.paths import REPO
 
 PLAN = REPO / "examples" / "plans" / "reader-fixer.json"
 

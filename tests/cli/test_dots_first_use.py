@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from codex_support import OfflineCodex
+from support.codex import OfflineCodex
 
 
 def fresh_env(codex: OfflineCodex, home: Path) -> dict[str, str]:

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from codex_support import OfflineCodex
-from dots_support import Confirm, plan, role, running, workdir
-from repo_paths import REPO
-from terminal_support import markertools
+from support.codex import OfflineCodex
+from support.dots import Confirm, plan, role, running, workdir
+from support.paths import REPO
+from support.terminal import markertools
 
 import markertools as package
 from markertools_adapters.dots import NotConfirmed

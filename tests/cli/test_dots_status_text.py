@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dots_support import plan, role
+from support.dots import plan, role
 
 from markertools.plans import (
     Cancel,

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_support import OfflineCodex, codex_bin
-from dots_support import Confirm, plan, role, running, workdir
-from terminal_support import PLAN, dots_run_args, markertools, wrapped
+from support.codex import OfflineCodex, codex_bin
+from support.dots import Confirm, plan, role, running, workdir
+from support.terminal import PLAN, dots_run_args, markertools, wrapped
 
 from markertools_adapters.codex.fakemodel import Hang
 

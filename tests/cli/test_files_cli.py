@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from strategies_files import SECRET, make_root, make_worktree
+from support.strategies.files import SECRET, make_root, make_worktree
 from typer.testing import CliRunner
 
 from markertools_adapters.cli import app

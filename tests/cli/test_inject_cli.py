@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from framing_support import data_regions
+from support.framing import data_regions
 from typer.testing import CliRunner
 
 from markertools_adapters.cli import app

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import jsonschema
 import pytest
-from repo_paths import REPO
+from support.paths import REPO
 from typer.testing import CliRunner
 
 from markertools.parse.kinds import KINDS

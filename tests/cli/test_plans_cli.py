@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from repo_paths import REPO
-from strategies_plans import proposal_dict, role_dict
+from support.paths import REPO
+from support.strategies.plans import proposal_dict, role_dict
 from typer.testing import CliRunner
 
 from markertools_adapters.cli import app

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from postgres_support import SKIP_REASON, connect, dsn, pg_dsn, schema
+from support.postgres import SKIP_REASON, connect, dsn, pg_dsn, schema
 from typer.testing import CliRunner
 
 from markertools_adapters.cli import app

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from strategies_sqlite import file_worlds
+from support.strategies.sqlite import file_worlds
 from typer.testing import CliRunner
 
 from markertools_adapters.cli import app

@@ -35,7 +35,7 @@ def _sqlite(world: World, tmp: Path) -> Any:
 
 def _postgres(world: World, tmp: Path) -> Any:
     # Skips (with the reason) when MARKERTOOLS_PG_DSN is unset; a fresh schema per store.
-    from postgres_support import throwaway_store
+    from support.postgres import throwaway_store
 
     return throwaway_store(world)
 

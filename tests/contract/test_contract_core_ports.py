@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from strategies_sqlite import worlds
+from support.strategies.sqlite import worlds
 
 from markertools.domain.model import (
     AuditRecord,

@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 import pytest
-from exactly_once_support import NOW, TURN, Crash, Crashing, deliver, ports_for, snapshot, world
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.exactly_once import NOW, TURN, Crash, Crashing, deliver, ports_for, snapshot, world
 
 from markertools import deliver_turn
 from markertools.domain.model import Task

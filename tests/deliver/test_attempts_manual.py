@@ -4,7 +4,7 @@ on the next claim (ATT-4)."""
 from __future__ import annotations
 
 import pytest
-from strategies_todo import NOW, CountingRandom, base_world, make_ports, memory_store
+from support.strategies.todo import NOW, CountingRandom, base_world, make_ports, memory_store
 
 from markertools import deliver_turn
 from markertools.domain.model import Attempt, Task

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from strategies_todo import NOW, base_world, make_ports, memory_store
+from support.strategies.todo import NOW, base_world, make_ports, memory_store
 
 from markertools import DeliveryReport, deliver_turn
 from markertools.deliver.handlers.automations import NAME_ATTEMPTS, automatic_name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from strategies_core import NOW, make_world, poll, rig, task, wait
+from support.strategies.core import NOW, make_world, poll, rig, task, wait
 
 import markertools
 from markertools import DEFAULT_DELIVERY_DEADLINE, deliver_turn

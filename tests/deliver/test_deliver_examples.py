@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from repo_paths import REPO
+from support.paths import REPO
 
 EXAMPLE = REPO / "examples" / "worker_memory.py"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_core import FixedPermissions, RaisingPermissions, make_world, rig, task
+from support.strategies.core import FixedPermissions, RaisingPermissions, make_world, rig, task
 
 from markertools import Command
 from markertools.deliver.handlers.read import summarize_costs, usd

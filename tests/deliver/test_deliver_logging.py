@@ -10,7 +10,7 @@ import sys
 
 import attrs
 import pytest
-from exactly_once_support import TURN, ports_for, world
+from support.exactly_once import TURN, ports_for, world
 
 from markertools import deliver_turn
 from markertools_adapters.memory import MemoryStore

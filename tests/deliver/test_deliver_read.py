@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from strategies_core import (
+from support.strategies.core import (
     NOW,
     CountingStore,
     FixedPermissions,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from strategies_core import (
+from support.strategies.core import (
     FixedPermissions,
     RaisingPermissions,
     forests,
@@ -162,7 +162,7 @@ class DeliveryMachine(RuleBasedStateMachine):
     def deliver_with_a_turn_id_crash_then_redeliver(self, data, crash_at):
         """TRN-9: a turn delivered with a turn id - crashing at a random store write, or
         not - then delivered again (twice) ends exactly as one clean delivery of it."""
-        from exactly_once_support import Crash, Crashing
+        from support.exactly_once import Crash, Crashing
 
         from markertools import TurnPlan, deliver_turn
 

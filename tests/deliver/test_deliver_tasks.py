@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from strategies_core import (
+from support.strategies.core import (
     NOW,
     FixedPermissions,
     RaisingPermissions,

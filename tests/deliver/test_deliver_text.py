@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from strategies_core import make_world, rig, task
+from support.strategies.core import make_world, rig, task
 
 from markertools import deliver_turn
 

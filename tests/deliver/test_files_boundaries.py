@@ -11,8 +11,8 @@ import random
 from pathlib import Path
 
 import pytest
-from framing_support import first_nonce, framed_en
-from strategies_files import deliver, files_ports, make_root, make_worktree
+from support.framing import first_nonce, framed_en
+from support.strategies.files import deliver, files_ports, make_root, make_worktree
 
 from markertools import Command, Task
 from markertools.deliver.handlers import files as files_handler

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from strategies_files import SECRET, deliver, files_ports, make_root, make_worktree
+from support.strategies.files import SECRET, deliver, files_ports, make_root, make_worktree
 
 from markertools import Command, Task
 from markertools.domain.model import AuditRecord

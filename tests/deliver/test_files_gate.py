@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from repo_paths import REPO
+from support.paths import REPO
 
 from markertools.deliver.handlers.files import files_gate, hosts_match
 from markertools.domain.decision import Allowed, Denied, PermissionAnswer

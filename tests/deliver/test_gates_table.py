@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from strategies_core import (
+from support.strategies.core import (
     FixedPermissions,
     RaisingPermissions,
     cancel,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from strategies_core import make_world, rig, task
+from support.strategies.core import make_world, rig, task
 
 from markertools import Command
 from markertools.deliver.handlers.todos import LIST_LIMIT

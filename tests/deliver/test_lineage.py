@@ -8,7 +8,7 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_core import cancel, create, make_world, rig, task
+from support.strategies.core import cancel, create, make_world, rig, task
 
 from markertools.deliver.lineage import (
     LINEAGE_MAX_STEPS,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from strategies_files import deliver, files_ports, make_root, make_worktree
+from support.strategies.files import deliver, files_ports, make_root, make_worktree
 
 from markertools import Command, Task
 from markertools.domain.model import Todo

@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from strategies_core import make_world, rig, task
+from support.strategies.core import make_world, rig, task
 
 from markertools import BlockIssue, deliver_turn, msg, parse_turn
 from markertools.deliver.render import render_report

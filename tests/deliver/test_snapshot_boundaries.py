@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from framing_support import first_nonce, framed_en
-from strategies_core import make_world, poll, rig, task, wait
+from support.framing import first_nonce, framed_en
+from support.strategies.core import make_world, poll, rig, task, wait
 
 from markertools.deliver.snapshot import ERROR_SEPARATOR, snapshot
 from markertools.domain.model import Task

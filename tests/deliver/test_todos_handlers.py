@@ -9,7 +9,7 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_todo import (
+from support.strategies.todo import (
     NOW,
     FakeClock,
     base_world,

@@ -8,7 +8,7 @@ import attrs
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from strategies_todo import NOW, auto, automations, epoch, intervals
+from support.strategies.todo import NOW, auto, automations, epoch, intervals
 
 from markertools.domain.model import Automation
 from markertools.domain.schedule import (

@@ -9,7 +9,7 @@ import math
 import random
 
 import pytest
-from strategies_todo import auto
+from support.strategies.todo import auto
 
 from markertools.domain.schedule import has_run, is_due, next_run_at, next_slot_after
 

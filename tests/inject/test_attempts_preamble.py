@@ -5,11 +5,11 @@ in a previous attempt's output must never become an executable block of the prom
 from __future__ import annotations
 
 import pytest
-from framing_support import data_regions
 from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
-from strategies_todo import NOW, CountingRandom, ScriptedRandom, hostile_text
+from support.framing import data_regions
+from support.strategies.todo import NOW, CountingRandom, ScriptedRandom, hostile_text
 
 from markertools.domain.decision import Allowed, Denied, PermissionAnswer
 from markertools.domain.model import Attempt, Task

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
-from strategies_core import make_world, poll, rig, task, wait
+from support.strategies.core import make_world, poll, rig, task, wait
 
 from markertools import Command
 from markertools.parse.params import TaskListParams

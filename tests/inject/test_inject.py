@@ -11,7 +11,7 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_todo import NOW, CountingRandom, todos
+from support.strategies.todo import NOW, CountingRandom, todos
 from test_attempts_preamble import data_regions, marker_blocks
 
 from markertools.domain.model import (

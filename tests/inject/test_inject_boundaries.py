@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from framing_support import first_nonce, framed_en
-from strategies_todo import NOW, CountingRandom, base_world, memory_store
+from support.framing import first_nonce, framed_en
+from support.strategies.todo import NOW, CountingRandom, base_world, memory_store
 
 from markertools.domain.model import Task, Todo
 from markertools.domain.ports import TodoListing

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from strategies_todo import NOW, CountingRandom, base_world, memory_store
+from support.strategies.todo import NOW, CountingRandom, base_world, memory_store
 
 from markertools.domain.decision import Denied
 from markertools.domain.model import Attempt, PermissionGrant, Task, Todo

@@ -4,7 +4,7 @@ default; pasted verbatim only for a caller that vouches for them (`memory_truste
 from __future__ import annotations
 
 import pytest
-from strategies_todo import CountingRandom
+from support.strategies.todo import CountingRandom
 from test_attempts_preamble import marker_blocks
 
 from markertools.domain.model import Task

@@ -8,7 +8,7 @@ import re
 import string
 
 import pytest
-from repo_paths import REPO
+from support.paths import REPO
 
 from markertools.text.catalog import CATALOG
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from strategies_parse import any_text, block, list_docs, markdownish, reference_fences
+from support.strategies.parse import any_text, block, list_docs, markdownish, reference_fences
 
 from markertools import parse_turn
 from markertools.parse.blocks import RawBlock, extract_blocks, extract_fast, normalize_text

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from strategies_parse import from_body_schema
+from support.strategies.parse import from_body_schema
 
 from markertools.parse.jsonstrict import (
     _DECODER,

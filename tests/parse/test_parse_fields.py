@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_parse import block
+from support.strategies.parse import block
 
 from markertools import Command, Msg, parse_turn
 from markertools.parse.params import (

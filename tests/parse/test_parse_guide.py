@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies_parse import block, from_body_schema
+from support.strategies.parse import block, from_body_schema
 
 from markertools import parse_turn
 from markertools.parse.guide import UnknownKindError, example_block, render_guide

@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_parse import block
+from support.strategies.parse import block
 
 from markertools import parse_turn
 from markertools.parse.jsonstrict import MAX_BODY_CHARS, JsonRefusal, loads_object

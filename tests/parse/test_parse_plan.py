@@ -11,7 +11,7 @@ import cattrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies_parse import any_text, block, markdownish
+from support.strategies.parse import any_text, block, markdownish
 
 from markertools import BlockIssue, Command, TurnPlan, parse_turn
 from markertools.parse.kinds import EXEC_ORDER, KINDS

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 import pytest
-from repo_paths import TESTS
+from support.paths import TESTS
 
 from markertools.parse.kinds import KINDS
 from markertools.parse.kindspec import FieldSpec, KindSpec

@@ -11,7 +11,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies_core import make_world, rig, task
+from support.strategies.core import make_world, rig, task
 
 from markertools import deliver_turn, parse_turn
 from markertools.parse.jsonstrict import MAX_DEPTH

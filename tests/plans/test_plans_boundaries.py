@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import typer
-from strategies_plans import edit, proposal_dict, role_dict
+from support.strategies.plans import edit, proposal_dict, role_dict
 
 from markertools.plans import (
     RANGES,

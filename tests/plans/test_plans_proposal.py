@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from repo_paths import REPO
-from strategies_plans import (
+from support.paths import REPO
+from support.strategies.plans import (
     DELETE,
     cyclic_graphs,
     dags,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies_plans import role_dict, run_of
+from support.strategies.plans import role_dict, run_of
 
 from markertools.plans import (
     ROLE_MACHINE,

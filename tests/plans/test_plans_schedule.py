@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_plans import dags, graph_proposal, proposal_dict, role_dict, valid
+from support.strategies.plans import dags, graph_proposal, proposal_dict, role_dict, valid
 
 from markertools.plans import (
     Proposal,

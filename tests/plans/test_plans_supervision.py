@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 import pytest
-from strategies_plans import role_dict, run_of
+from support.strategies.plans import role_dict, run_of
 
 from markertools.plans import (
     Applied,

@@ -12,7 +12,7 @@ import os
 from string import Formatter
 
 import pytest
-from repo_paths import TESTS
+from support.paths import TESTS
 
 from markertools.text.catalog import CATALOG
 from markertools.text.msg import LOCALES, Msg, MsgArg, msg

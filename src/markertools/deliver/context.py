@@ -1,6 +1,7 @@
 # Owns: the per-turn `TurnContext` the kind handlers receive (facts read once per turn,
 # permission and quota answers, the @NAME table, follow-ups to queue after the report),
-# the `Handler` signature and `summarize_error` (TRN-8). Handlers import this module;
+# the `Handler` signature; it passes on `summarize_error` (TRN-8, domain/errors.py) to the
+# handlers. Handlers import this module;
 # it imports no handler and not the delivery loop.
 #
 # Invariants:
@@ -18,6 +19,7 @@ from markertools.deliver.lineage import LINEAGE_MAX_STEPS, generation, in_lineag
 from markertools.deliver.render import shown
 from markertools.deliver.report import EntryOutcome, ReportEntry
 from markertools.domain.decision import PermissionAnswer
+from markertools.domain.errors import summarize_error as summarize_error  # for the handlers
 from markertools.domain.model import Task, quota_exhausted, sender_cancelled
 from markertools.domain.ports import Ports
 from markertools.parse.plan import Command, TurnPlan
@@ -26,23 +28,8 @@ from markertools.text.msg import Msg, msg
 Handler = Callable[[Command, "TurnContext"], ReportEntry]
 StopCause = Literal["deadline", "cancelled"]  # TRN-11: why a delivery stopped waiting
 
-ERROR_SUMMARY_CHARS: Final[int] = 300
 ID_BYTES: Final[int] = 6  # todo and automation ids: prefix + 12 hex digits
 _ID_DRAWS: Final[int] = 8
-
-
-def summarize_error(exc: BaseException) -> str:
-    """One line, at most ERROR_SUMMARY_CHARS code points: `TypeName: message`.
-
-    Never raises (TRN-8): an exception whose `str()` itself fails, or returns something
-    other than a str, is summarised by its type name alone."""
-    name = getattr(type(exc), "__name__", "Exception")
-    try:
-        detail = str(exc)
-    except Exception:  # str() also raises when __str__ returns something else
-        detail = "(the error message could not be read)"
-    text = " ".join(f"{name}: {detail}".split())
-    return text if len(text) <= ERROR_SUMMARY_CHARS else text[: ERROR_SUMMARY_CHARS - 1] + "…"
 
 
 class TurnContext:

@@ -63,6 +63,7 @@ from markertools.plans._graph import (
 )
 from markertools.plans._json import NotJson, loads_strict
 from markertools.plans._machines import (
+    LIVE_ROLE_STATES,
     ROLE_MACHINE,
     ROLE_STATES,
     RUN_MACHINE,
@@ -110,6 +111,7 @@ from markertools.plans._state import Alert, Confirmation, Notice, RoleRun, RunSt
 from markertools.plans._supervision import Step, apply
 
 __all__ = [
+    "LIVE_ROLE_STATES",
     "RANGES",
     "RETRY_DELAYS",
     "ROLE_MACHINE",

@@ -1,9 +1,10 @@
 # Owns: the dialect-neutral half of the two SQL storage adapters (markertools_adapters.
 # sqlite and markertools_adapters.postgres): record <-> row codecs driven by one table of
 # record types, the row operations and compare-and-set updates, the small ports, the
-# AutomationStore, world load / export and the migration runner. Each adapter package
-# keeps only what is genuinely its engine's: its `Dialect` (placeholders, types, text
-# escaping), connection and transactions, schema DDL, listings and lineage queries,
+# AutomationStore, world load / export, the migration runner and the schema errors
+# (`SchemaError`, `SchemaTooNew`, one pair for both engines). Each adapter package keeps
+# only what is genuinely its engine's: its `Dialect` (placeholders, types, text escaping),
+# connection and transactions, schema DDL, listings and lineage queries,
 # the permission lookup and (PostgreSQL) LISTEN/NOTIFY.
 #
 # Must never: import sqlite3, sqlite_utils or psycopg (a difference between the engines
@@ -26,6 +27,7 @@ from markertools_adapters._sql._ddl import (
     LOOKUP_INDEXES,
 )
 from markertools_adapters._sql._dialect import Database, Dialect, Executor, Statement
+from markertools_adapters._sql._errors import SchemaError, SchemaTooNew
 from markertools_adapters._sql._journal import JournalMixin
 from markertools_adapters._sql._migrate import Step, apply_migration
 from markertools_adapters._sql._records import RecordsMixin
@@ -46,6 +48,8 @@ __all__ = [
     "JournalMixin",
     "RecordCodec",
     "RecordsMixin",
+    "SchemaError",
+    "SchemaTooNew",
     "Statement",
     "Step",
     "Tables",

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from markertools.domain.model import Automation
-from markertools.domain.ports import AutomationNameTaken
-from markertools.domain.schedule import apply_claim, is_due, next_run_at
+from markertools import Automation, AutomationNameTaken, apply_claim, is_due, next_run_at
 from markertools_adapters._sql._codec import RecordCodec, Tables
 from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._rows import get_by_id

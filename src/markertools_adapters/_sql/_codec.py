@@ -28,7 +28,7 @@ from typing import Any, Final, Generic, Literal, TypeVar
 
 import attrs
 
-from markertools.domain.model import (
+from markertools import (
     Attempt,
     AuditRecord,
     Automation,

@@ -18,10 +18,18 @@
 #           stable sort); "unpriced" is `not is_priced(row)` (priced false or no usd).
 from __future__ import annotations
 
-from markertools.deliver.loop import summarize_error
-from markertools.domain.model import Attempt, AuditRecord, CostRow, Project, Quota
-from markertools.domain.ports import RequeueResult
-from markertools.inject.attempts import checked_attempt, ending_attempt, requeued_task
+from markertools import (
+    Attempt,
+    AuditRecord,
+    CostRow,
+    Project,
+    Quota,
+    RequeueResult,
+    checked_attempt,
+    ending_attempt,
+    requeued_task,
+    summarize_error,
+)
 from markertools_adapters._sql._codec import Tables, text_value
 from markertools_adapters._sql._dialect import Database
 from markertools_adapters._sql._rows import get_by_id

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from markertools.domain.model import TASK_STATUSES, TODO_STATUSES, Task, Todo, refuse_bad_status
+from markertools import TASK_STATUSES, TODO_STATUSES, Task, Todo, refuse_bad_status
 from markertools_adapters._sql._codec import RecordCodec, Tables, quote
 from markertools_adapters._sql._dialect import Database, Statement
 

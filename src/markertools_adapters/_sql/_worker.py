@@ -24,8 +24,7 @@ from typing import Any
 
 import attrs
 
-from markertools.domain.model import Automation, CostRow, Project, Quota, Task
-from markertools.domain.ports import AutomationNameTaken
+from markertools import Automation, AutomationNameTaken, CostRow, Project, Quota, Task
 from markertools_adapters._sql._automations import stored_next_run_at
 from markertools_adapters._sql._codec import Tables, quote, text_value
 from markertools_adapters._sql._dialect import Database

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, Final
 
-from markertools.domain.model import Automation, Followup, PermissionGrant
+from markertools import Automation, Followup, PermissionGrant
 from markertools_adapters._sql._automations import automation_insert_sql, automation_row
 from markertools_adapters._sql._codec import RecordCodec, Tables, text_value
 from markertools_adapters._sql._dialect import Database, Executor

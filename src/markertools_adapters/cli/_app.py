@@ -1,22 +1,23 @@
 # Owns: the typer application objects and the helpers every command module shares:
-# a usage failure (one line on stderr, exit 2, no traceback), JSON output, the global
+# a usage failure (one line on stderr, exit 2, no traceback), the global
 # options (`--version`, `--debug`, typer's shell completion), help that names value
 # types in words (TEXT, PATH, INTEGER, a choice list; nothing for a flag) and wraps every
 # paragraph to the terminal, and "Possible options" for an unknown option only when one
 # is close to what was typed (every command and group is built from these classes).
 # Commands live in sibling modules; each only parses options, calls library
-# functions and prints (fastapi-cli style).
+# functions and prints (fastapi-cli style); the input and output helpers they share
+# (reading files, opening stores, printing JSON) are in `_io.py`.
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Annotated, Any, Final, NoReturn
 
 import typer
 import typer.core
+
+from markertools_adapters.errors import MarkertoolsError
 
 _TYPE_WORDS: Final[dict[str, str]] = {
     "text": "TEXT",
@@ -246,7 +247,7 @@ def debug_requested() -> bool:
     return _STATE["debug"]
 
 
-class UsageFailure(Exception):
+class UsageFailure(MarkertoolsError):
     """Raised by library glue for a usage error or unreadable input (exit 2)."""
 
 
@@ -255,26 +256,3 @@ def fail(message: str, code: int = 2) -> NoReturn:
     line = " ".join(str(message).split()) or "error"
     sys.stderr.write(f"markertools: {line}\n")
     raise typer.Exit(code)
-
-
-def make_parent_dirs(path: Path, label: str) -> None:
-    """Create the missing directories above `path`, a database file a command is about
-    to create (`world load --db`, `demo --keep`); a parent that cannot be made is a usage
-    failure naming `label` (the option), never a traceback."""
-    parent = path.parent
-    if parent.is_dir():
-        return
-    blocking = next((p for p in (parent, *parent.parents) if p.exists() and not p.is_dir()), None)
-    if blocking is not None:
-        raise UsageFailure(f"{label} {path}: {blocking} is not a directory")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageFailure(
-            f"{label} {path}: cannot create its directory {parent}: {exc.strerror or exc}"
-        ) from None
-
-
-def emit_json(obj: Any) -> None:
-    """Print `obj` as indented JSON (non-ASCII kept) and a newline."""
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2) + "\n")

@@ -16,8 +16,9 @@ from typing import Any
 
 import cattrs
 
-from markertools.parse.plan import Command, TurnPlan
-from markertools_adapters.cli._app import emit_json, fail
+from markertools import Command, TurnPlan
+from markertools_adapters.cli._app import fail
+from markertools_adapters.cli._io import emit_json
 
 _converter = cattrs.Converter()
 

@@ -24,20 +24,23 @@ from typing import Annotated, Any
 
 import typer
 
-from markertools.deliver.automations_admin import (
+from markertools import (
+    Automation,
     AutomationChange,
+    FiredRun,
     delete_automation,
+    epoch_from_number,
+    fire_due_automations,
     list_automations,
-    next_run_text,
+    next_run_at,
+    parse_iso,
     pause_automation,
     resume_automation,
+    shanghai_iso,
     update_automation,
 )
-from markertools.deliver.automations_fire import FiredRun, fire_due_automations
-from markertools.domain.model import Automation
-from markertools.domain.schedule import next_run_at, shanghai_iso
-from markertools.domain.timeparse import epoch_from_number, parse_iso
-from markertools_adapters.cli._app import UsageFailure, WordsTyper, app, emit_json, fail
+from markertools_adapters.cli._app import UsageFailure, WordsTyper, app, fail
+from markertools_adapters.cli._io import emit_json
 
 automations_app = WordsTyper(
     help="Automations on a database: list, fire the due ones, pause, resume, update, delete "
@@ -262,6 +265,5 @@ __all__ = [
     "automation_json",
     "automations_app",
     "fired_json",
-    "next_run_text",
     "parse_time",
 ]

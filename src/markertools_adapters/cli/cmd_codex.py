@@ -22,10 +22,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from markertools.deliver.paths import display_name
-from markertools.parse.plan import TurnPlan
-from markertools.parse.turn import parse_turn
-from markertools_adapters.cli._app import emit_json, fail
+from markertools import TurnPlan, display_name, parse_turn
+from markertools_adapters.cli._app import fail
+from markertools_adapters.cli._io import emit_json
 from markertools_adapters.codex import (
     CodexInputError,
     CodexTranscript,

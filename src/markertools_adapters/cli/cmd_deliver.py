@@ -29,98 +29,34 @@ from typing import Annotated, Any
 
 import typer
 
-from markertools import DEFAULT_DELIVERY_DEADLINE, deliver_turn
-from markertools.deliver.report import DeliveryReport
-from markertools.domain.model import TURN_OUTCOMES, AuditRecord
-from markertools.domain.ports import TaskExecutor, TaskFiles
-from markertools.text.msg import LOCALES
-from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
+from markertools import (
+    DEFAULT_DELIVERY_DEADLINE,
+    LOCALES,
+    TURN_OUTCOMES,
+    AuditRecord,
+    DeliveryReport,
+    deliver_turn,
+)
+from markertools_adapters.cli._app import UsageFailure, app, fail
+from markertools_adapters.cli._io import (
+    close_store,
+    emit_json,
+    fresh_store,
+    load_world_path,
+    make_executor,
+    make_files,
+    open_db,
+    read_text,
+)
 from markertools_adapters.clock import SystemClock, SystemRandom, VirtualClock
 from markertools_adapters.wiring import store_ports
-from markertools_adapters.world import World, WorldFileError, loads_world, world_to_json
+from markertools_adapters.world import World, world_to_json
 from markertools_adapters.worlddiff import (
     TouchRecorder,
     touched_changes,
     touched_world,
     world_changes,
 )
-
-
-def read_text(source: str, label: str | None = None) -> str:
-    """A transcript: a file path, or `-` for stdin; UTF-8 (a BOM is dropped). Errors name
-    `label` (default: the source itself)."""
-    shown = source if label is None else label
-    try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-    except OSError as exc:
-        raise UsageFailure(f"{shown}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UsageFailure(f"{shown}: not UTF-8 text (byte {exc.start})") from None
-
-
-def load_world_path(path: Path, label: str | None = None) -> World:
-    """The world file at `path` (`-` = stdin); errors name `label` (default: the path)."""
-    shown = str(path) if label is None else label
-    text = read_text(str(path), shown)
-    try:
-        return loads_world(text)
-    except WorldFileError as exc:
-        raise UsageFailure(f"{shown}: {exc}") from None
-
-
-def fresh_store(world: World) -> Any:
-    """The store a `--world` run delivers against: a fresh embedded SQLite database (in
-    memory) holding the world."""
-    from markertools_adapters.sqlite import create_store_from_world
-
-    try:
-        return create_store_from_world(world)
-    except ValueError as exc:  # e.g. an integer beyond SQLite's 64 bits
-        raise UsageFailure(f"world: cannot be stored: {exc}") from None
-
-
-def open_db(path: Path | str) -> Any:
-    """An existing database - a SQLite file or a postgresql:// URL (it is changed)."""
-    from markertools_adapters.stores import is_postgres_url, redact
-    from markertools_adapters.stores import open_db as open_any_db
-
-    if not is_postgres_url(path) and not Path(path).exists():
-        raise UsageFailure(f"--db {path}: no such database (create one with `world load`)")
-    try:
-        return open_any_db(path, must_exist=True)
-    except ImportError as exc:
-        raise UsageFailure(f"--db: storage adapter not available in this build ({exc})") from None
-    except Exception as exc:
-        raise UsageFailure(f"--db {redact(path)}: cannot open: {exc}") from None
-
-
-def make_executor(name: str) -> TaskExecutor:
-    try:
-        executors = importlib.import_module("markertools_adapters.executors")
-    except ImportError:
-        raise UsageFailure(
-            f"--executor {name}: executors are not available in this build"
-        ) from None
-    try:
-        executor: TaskExecutor = executors.make_executor(name)
-    except Exception as exc:
-        raise UsageFailure(f"--executor {name}: {exc}") from None
-    return executor
-
-
-def make_files(root: Path, host: str) -> TaskFiles:
-    if not root.is_dir():
-        raise UsageFailure(f"--worktrees {root}: not a directory")
-    try:
-        worktrees = importlib.import_module("markertools_adapters.worktrees")
-    except ImportError:
-        raise UsageFailure(
-            "--worktrees: the worktree reader is not available in this build"
-        ) from None
-    files: TaskFiles = worktrees.WorktreeFiles(root, host)
-    return files
 
 
 def codex_turn(events: Path, turn: str | None) -> tuple[str, str]:
@@ -197,13 +133,6 @@ def deliver_json(
     if changes is not None:
         doc["changes"] = list(changes)
     return doc
-
-
-def close_store(store: Any) -> None:
-    """Close `store` if it holds a connection (MemoryStore has nothing to close)."""
-    close = getattr(store, "close", None)
-    if callable(close):
-        close()
 
 
 def report_text(
@@ -513,7 +442,6 @@ __all__ = [
     "human_output",
     "interrupted_line",
     "parse_deadline",
-    "read_text",
     "report_text",
     "run_deliver",
 ]

@@ -22,11 +22,9 @@ from typing import Annotated, Any, Final
 
 import typer
 
-from markertools import deliver_turn, fire_due_automations
-from markertools.deliver.automations_fire import FiredRun
-from markertools.deliver.report import DeliveryReport
-from markertools.text.msg import LOCALES
-from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail, make_parent_dirs
+from markertools import LOCALES, DeliveryReport, FiredRun, deliver_turn, fire_due_automations
+from markertools_adapters.cli._app import UsageFailure, app, fail
+from markertools_adapters.cli._io import emit_json, make_parent_dirs
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World, loads_world

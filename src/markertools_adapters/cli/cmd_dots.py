@@ -25,7 +25,8 @@ from typing import Annotated, Any, Final
 import typer
 
 from markertools.plans import HostSettings, validate_host_settings
-from markertools_adapters.cli._app import dots_app, emit_json, fail
+from markertools_adapters.cli._app import dots_app, fail
+from markertools_adapters.cli._io import emit_json
 from markertools_adapters.dots import (
     ConfirmAnswer,
     ConfirmRequest,
@@ -37,6 +38,7 @@ from markertools_adapters.dots import (
     Supervisor,
     default_state_dir,
 )
+from markertools_adapters.errors import MarkertoolsError
 
 TERMINAL_OWNER = "terminal"  # the conversation id of the person at the terminal
 
@@ -338,7 +340,7 @@ async def _call(call: Any) -> bool:
     return True
 
 
-class NotResumable(Exception):
+class NotResumable(MarkertoolsError):
     """`--resume RUN` names no unfinished run of the terminal (exit 2, one line)."""
 
 

@@ -11,10 +11,9 @@ from typing import Annotated
 
 import typer
 
-from markertools.parse.guide import UnknownKindError, render_guide
-from markertools.parse.schema import body_schema, body_schemas
-from markertools.text.msg import LOCALES
-from markertools_adapters.cli._app import app, emit_json, fail
+from markertools import LOCALES, UnknownKindError, body_schema, body_schemas, render_guide
+from markertools_adapters.cli._app import app, fail
+from markertools_adapters.cli._io import emit_json
 
 
 @app.command("guide")

@@ -22,8 +22,7 @@ from typing import Annotated
 
 import typer
 
-from markertools import parse_turn
-from markertools.text.msg import LOCALES
+from markertools import LOCALES, parse_turn
 from markertools_adapters.cli._app import app, fail
 from markertools_adapters.cli._planout import print_plan, read_turn_text
 

@@ -22,7 +22,8 @@ from markertools.plans import (
     topological_order,
     validate_proposal_text,
 )
-from markertools_adapters.cli._app import emit_json, fail, plan_app
+from markertools_adapters.cli._app import fail, plan_app
+from markertools_adapters.cli._io import emit_json
 
 _FILE_HELP = "proposal JSON file ('-' = stdin)"
 _LOCALE_HELP = "language of the error messages: en or zh"

@@ -18,10 +18,9 @@ from typing import Annotated, Any
 
 import typer
 
-from markertools.inject.first_turn import START_KINDS, FirstTurnPrompt
-from markertools.text.msg import LOCALES
-from markertools_adapters.cli._app import UsageFailure, app, emit_json, fail
-from markertools_adapters.cli.cmd_deliver import close_store, load_world_path, open_db
+from markertools import LOCALES, START_KINDS, FirstTurnPrompt
+from markertools_adapters.cli._app import UsageFailure, app, fail
+from markertools_adapters.cli._io import close_store, emit_json, load_world_path, open_db
 from markertools_adapters.clock import SystemRandom
 from markertools_adapters.first_turn import first_turn_prompt
 

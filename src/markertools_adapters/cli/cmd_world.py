@@ -22,7 +22,8 @@ from typing import Annotated, Any
 
 import typer
 
-from markertools_adapters.cli._app import UsageFailure, fail, make_parent_dirs, world_app
+from markertools_adapters.cli._app import UsageFailure, fail, world_app
+from markertools_adapters.cli._io import make_parent_dirs
 from markertools_adapters.world import World, WorldFileError, dumps_world, merge_worlds
 
 
@@ -50,7 +51,7 @@ def _summary(world: World) -> str:
 def load_command(world_file: Path, db: Path | str) -> str:
     """Create `db` (a file, or a postgresql:// URL's empty schema) from `world_file`;
     returns the confirmation line."""
-    from markertools_adapters.cli.cmd_deliver import load_world_path
+    from markertools_adapters.cli._io import load_world_path
     from markertools_adapters.stores import create_db_from_world, is_postgres_url, redact
 
     url = is_postgres_url(db)
@@ -85,7 +86,7 @@ def merge_command(world_file: Path, db: Path | str) -> str:
     either unchanged or fully merged, and its other tables are never touched. The
     database keeps its own virtual time (`now`)."""
     from markertools_adapters._sql._world import WORLD_TABLES
-    from markertools_adapters.cli.cmd_deliver import load_world_path
+    from markertools_adapters.cli._io import load_world_path
     from markertools_adapters.stores import create_db_from_world, is_postgres_url, open_db, redact
 
     if is_postgres_url(db):

@@ -43,6 +43,7 @@ from markertools_adapters.codex._records import (
     CodexTurn,
 )
 from markertools_adapters.codex._rollout import RolloutTurnReader
+from markertools_adapters.errors import CodexError
 
 CHUNK_BYTES: Final = 1 << 20
 ZSTD_INPUT_SLICE: Final = 1024
@@ -56,7 +57,7 @@ ZSTD_HINT: Final = (
 )
 
 
-class CodexInputError(Exception):
+class CodexInputError(CodexError):
     """The file cannot be read at all (missing, unreadable, or compressed without zstandard)."""
 
 

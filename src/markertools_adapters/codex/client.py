@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 from markertools_adapters.codex._lines import load_object
+from markertools_adapters.errors import CodexError
 
 Json: TypeAlias = dict[str, Any]
 _MAX_PROBLEMS: Final[int] = 100
 RequestId: TypeAlias = "int | str"
 
 
-class AppServerError(Exception):
+class AppServerError(CodexError):
     """JSON-RPC error response (or an error a server-request handler wants to send)."""
 
     def __init__(self, code: int, message: str, data: Any = None, method: str = "") -> None:
@@ -46,7 +47,7 @@ class AppServerError(Exception):
         self.code, self.message, self.data, self.method = code, message, data, method
 
 
-class AppServerExited(Exception):
+class AppServerExited(CodexError):
     """The app-server process exited (or its stdout closed) while a request was pending."""
 
     def __init__(self, returncode: int | None, stderr_tail: str, method: str = "") -> None:
@@ -57,7 +58,7 @@ class AppServerExited(Exception):
         self.returncode, self.stderr_tail = returncode, stderr_tail
 
 
-class RequestTimeout(TimeoutError):
+class RequestTimeout(TimeoutError, CodexError):
     def __init__(self, method: str, timeout: float) -> None:
         super().__init__(f"no response to {method!r} within {timeout:.1f}s")
         self.method, self.timeout = method, timeout

@@ -16,6 +16,8 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from markertools_adapters.errors import MarkertoolsError
+
 ConfirmAnswer = Literal["accept", "decline", "cancel"]
 NotifyAnswer = Literal["delivered", "failed", "offline"]
 
@@ -67,7 +69,7 @@ class SubagentProvider(Protocol):
     async def run_turn(self, run_id: str, role: str, cwd: str, sandbox: str, text: str) -> str: ...
 
 
-class DotsError(Exception):
+class DotsError(MarkertoolsError):
     """A refused supervisor call: `field` names the argument (camelCase, as in the
     tools), `message` says why in one sentence."""
 

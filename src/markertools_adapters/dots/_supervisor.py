@@ -34,8 +34,9 @@ from typing import Any, Final
 
 import attrs
 
-from markertools import frame_data
+from markertools import Msg, frame_data, msg
 from markertools.plans import (
+    LIVE_ROLE_STATES,
     Applied,
     Budget,
     Cancel,
@@ -49,6 +50,7 @@ from markertools.plans import (
     HostOnline,
     HostSettings,
     Launch,
+    Notice,
     NotifyResult,
     Pause,
     Proposal,
@@ -74,9 +76,6 @@ from markertools.plans import (
     validate_host_settings,
     validate_proposal,
 )
-from markertools.plans._machines import LIVE_ROLE_STATES
-from markertools.plans._state import Notice
-from markertools.text.msg import Msg, msg
 from markertools_adapters.clock import SystemRandom
 from markertools_adapters.codex.client import AppServerClient, AppServerError, Json
 from markertools_adapters.dots._paths import default_state_dir

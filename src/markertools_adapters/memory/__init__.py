@@ -7,7 +7,7 @@ area's port methods live in a mixin operating on one `MemoryState` under its loc
 
 from __future__ import annotations
 
-from markertools.deliver.handlers.read import is_priced
+from markertools import is_priced
 from markertools_adapters.memory._attempts import AttemptMixin
 from markertools_adapters.memory._automations import AutomationMixin
 from markertools_adapters.memory._core import CoreMixin

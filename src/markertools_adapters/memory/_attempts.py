@@ -10,10 +10,14 @@
 #   Rule 3 (ATT-3): latest_attempt never raises; a malformed row yields None.
 from __future__ import annotations
 
-from markertools.deliver.loop import summarize_error
-from markertools.domain.model import Attempt
-from markertools.domain.ports import RequeueResult
-from markertools.inject.attempts import checked_attempt, ending_attempt, requeued_task
+from markertools import (
+    Attempt,
+    RequeueResult,
+    checked_attempt,
+    ending_attempt,
+    requeued_task,
+    summarize_error,
+)
 from markertools_adapters.memory._state import MemoryState
 
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from markertools.domain.model import Automation
-from markertools.domain.ports import AutomationNameTaken
-from markertools.domain.schedule import apply_claim, is_due
+from markertools import Automation, AutomationNameTaken, apply_claim, is_due
 from markertools_adapters.memory._state import MemoryState
 
 

@@ -19,8 +19,7 @@ from typing import TypeVar
 
 import attrs
 
-from markertools.deliver.handlers.read import is_priced
-from markertools.domain.model import (
+from markertools import (
     TASK_STATUSES,
     AuditRecord,
     CostRow,
@@ -30,9 +29,10 @@ from markertools.domain.model import (
     Project,
     Quota,
     Task,
+    TaskListing,
+    is_priced,
     refuse_bad_status,
 )
-from markertools.domain.ports import TaskListing
 from markertools_adapters.memory._state import MemoryState, compare_and_set
 from markertools_adapters.world import World
 

@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from markertools.domain.model import (
+from markertools import (
     Attempt,
     AuditRecord,
     Automation,

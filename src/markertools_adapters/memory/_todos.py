@@ -13,8 +13,7 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from markertools.domain.model import TODO_STATUSES, Todo, refuse_bad_status
-from markertools.domain.ports import TodoListing
+from markertools import TODO_STATUSES, Todo, TodoListing, refuse_bad_status
 from markertools_adapters.memory._state import MemoryState, compare_and_set
 
 _UPDATABLE = frozenset(a.name for a in attrs.fields(Todo) if a.name not in {"id", "project_id"})

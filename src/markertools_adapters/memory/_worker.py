@@ -16,8 +16,7 @@ from typing import Any, Final
 
 import attrs
 
-from markertools.domain.model import Automation, CostRow, Project, Quota, Task
-from markertools.domain.ports import AutomationNameTaken
+from markertools import Automation, AutomationNameTaken, CostRow, Project, Quota, Task
 from markertools_adapters.memory._automations import name_clash
 from markertools_adapters.memory._state import MemoryState
 

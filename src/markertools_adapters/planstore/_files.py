@@ -33,6 +33,7 @@ from markertools.plans import (
     run_from_json,
     run_to_json,
 )
+from markertools_adapters.errors import MarkertoolsError
 
 DEFAULT_STATE_DIR: Final[str] = "~/.dsh/codex-dots/v2"
 LOCK_NAME: Final[str] = "host.lock"
@@ -42,7 +43,7 @@ Probe = Callable[[str], None]
 _RAW_KINDS: Final[frozenset[str]] = frozenset({"notification", "tuning"})
 
 
-class PlanStoreError(Exception):
+class PlanStoreError(MarkertoolsError):
     """Base of every error this store raises (one-line messages)."""
 
 

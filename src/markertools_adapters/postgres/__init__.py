@@ -10,15 +10,11 @@ for poll and wait. Install with the `postgres` extra: pip install 'markertools[p
 
 from __future__ import annotations
 
+from markertools_adapters._sql import SchemaError, SchemaTooNew
 from markertools_adapters._urls import is_postgres_url
 from markertools_adapters.postgres._conn import DEFAULT_POOL_SIZE
 from markertools_adapters.postgres._notify import PgChangeWaiter
-from markertools_adapters.postgres._schema import (
-    LATEST_VERSION,
-    NOTIFY_CHANNEL,
-    SchemaError,
-    SchemaTooNew,
-)
+from markertools_adapters.postgres._schema import LATEST_VERSION, NOTIFY_CHANNEL
 from markertools_adapters.postgres._store import PostgresStore
 from markertools_adapters.world import World
 

@@ -33,6 +33,8 @@ from markertools_adapters._sql import (
     DUE_INDEX,
     LOOKUP_INDEXES,
     WORLD_TABLES,
+    SchemaError,
+    SchemaTooNew,
     Step,
     active_name_clashes,
     apply_migration,
@@ -48,14 +50,6 @@ MARKERTOOLS_TABLES: Final[tuple[str, ...]] = (
     "role_grants",
     "user_roles",
 )
-
-
-class SchemaError(Exception):
-    """The database schema cannot be used with this version of markertools."""
-
-
-class SchemaTooNew(SchemaError):
-    """The schema was written by a newer markertools; open it with that version."""
 
 
 T = 'TEXT COLLATE "C"'

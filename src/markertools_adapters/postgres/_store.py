@@ -29,6 +29,7 @@ from markertools_adapters._sql import (
     AutomationMixin,
     JournalMixin,
     RecordsMixin,
+    SchemaError,
     WorkerMixin,
     WorldMixin,
 )
@@ -43,7 +44,6 @@ from markertools_adapters.postgres._notify import PgChangeWaiter
 from markertools_adapters.postgres._permissions import PermissionMixin
 from markertools_adapters.postgres._schema import (
     LATEST_VERSION,
-    SchemaError,
     create_schema_once,
     current_schema,
     migrate,

@@ -20,8 +20,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from markertools.domain.model import LineageLink, Task
-from markertools.domain.ports import TaskListing
+from markertools import LineageLink, Task, TaskListing
 from markertools_adapters._sql import TaskRows
 from markertools_adapters.postgres._codec import TASKS
 from markertools_adapters.postgres._conn import Database

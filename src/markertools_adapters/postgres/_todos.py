@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Final
 
-from markertools.domain.ports import TodoListing
+from markertools import TodoListing
 from markertools_adapters._sql import TodoRows
 from markertools_adapters.postgres._codec import TODOS
 from markertools_adapters.postgres._conn import Database

@@ -12,8 +12,9 @@ import contextlib
 import os
 from pathlib import Path
 
+from markertools_adapters._sql import SchemaError, SchemaTooNew
 from markertools_adapters.sqlite._conn import DEFAULT_BUSY_TIMEOUT
-from markertools_adapters.sqlite._schema import LATEST_VERSION, SchemaError, SchemaTooNew
+from markertools_adapters.sqlite._schema import LATEST_VERSION
 from markertools_adapters.sqlite._store import SqliteStore
 from markertools_adapters.world import World
 

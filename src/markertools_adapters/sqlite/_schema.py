@@ -30,6 +30,8 @@ from markertools_adapters._sql import (
     CLAIM_INDEX,
     DUE_INDEX,
     LOOKUP_INDEXES,
+    SchemaError,
+    SchemaTooNew,
     Step,
     active_name_clashes,
     apply_migration,
@@ -37,14 +39,6 @@ from markertools_adapters._sql import (
 )
 from markertools_adapters.permissions import PERMISSION_TABLES, ensure_permission_tables
 from markertools_adapters.sqlite._codec import SQLITE, TABLES
-
-
-class SchemaError(Exception):
-    """The database cannot be used with this version of markertools."""
-
-
-class SchemaTooNew(SchemaError):
-    """The database was written by a newer markertools; open it with that version."""
 
 
 def _real(name: str, *, null: bool) -> str:

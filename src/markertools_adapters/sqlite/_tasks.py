@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from markertools.domain.model import LineageLink, Task
-from markertools.domain.ports import TaskListing
+from markertools import LineageLink, Task, TaskListing
 from markertools_adapters._sql import TaskRows
 from markertools_adapters.sqlite._codec import SQLITE, TASKS
 from markertools_adapters.sqlite._conn import Connection, fold

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from markertools.domain.ports import TodoListing
+from markertools import TodoListing
 from markertools_adapters._sql import TodoRows
 from markertools_adapters.sqlite._codec import SQLITE, TODOS
 from markertools_adapters.sqlite._conn import Connection, fold

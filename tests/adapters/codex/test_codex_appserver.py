@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from strategies_codex import (
+from support.strategies.codex import (
     APPSERVER_STREAM,
     FIXTURES,
     agent_item,

@@ -9,7 +9,7 @@ import json
 import signal
 
 import pytest
-from codex_support import PINNED_VERSION, OfflineCodex
+from support.codex import PINNED_VERSION, OfflineCodex
 
 from markertools_adapters.codex.client import AppServerExited
 from markertools_adapters.codex.fakemodel import Hang, Text

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from strategies_codex import agent_item, line, turn_completed, turn_started
+from support.strategies.codex import agent_item, line, turn_completed, turn_started
 from typer.testing import CliRunner
 
 from markertools_adapters.cli import app

@@ -7,7 +7,7 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies_codex import (
+from support.strategies.codex import (
     APPSERVER_STREAM,
     ROLLOUT,
     agent_texts,

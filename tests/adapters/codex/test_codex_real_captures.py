@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_support import OfflineCodex
-from strategies_codex import FIXTURES
+from support.codex import OfflineCodex
+from support.strategies.codex import FIXTURES
 from typer.testing import CliRunner
 
 from markertools.parse.turn import parse_turn

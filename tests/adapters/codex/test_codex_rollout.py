@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import zstandard
-from strategies_codex import ROLLOUT
+from support.strategies.codex import ROLLOUT
 
 from markertools_adapters.codex import (
     CodexInputError,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_support import codex_bin
+from support.codex import codex_bin
 
 from markertools_adapters.codex.schema_use import RESPONSE_SCHEMAS, USED_SCHEMA, USED_VALUES
 

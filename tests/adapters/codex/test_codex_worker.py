@@ -12,8 +12,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from repo_paths import REPO
-from strategies_codex import FIXTURES, validate_notification
+from support.paths import REPO
+from support.strategies.codex import FIXTURES, validate_notification
 
 from markertools.domain.model import PermissionGrant, Project, Task
 from markertools_adapters.codex import read_app_server_stream

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from terminal_support import WRAPPER, Terminal
+from support.terminal import WRAPPER, Terminal
 
 # The wrapped command: says whether it was started with Ctrl-C handled (not ignored),
 # then waits; Ctrl-C makes it say so and exit 7.

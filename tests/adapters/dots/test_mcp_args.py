@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_support import OfflineCodex
-from dots_support import plan, role, workdir
+from support.codex import OfflineCodex
+from support.dots import plan, role, workdir
 from test_mcp_support import LEGACY, MODERN, Answers, call, client, make_dots, ok, refused
 
 from markertools_adapters.codex.fakemodel import Text

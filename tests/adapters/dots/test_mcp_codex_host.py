@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_support import OfflineCodex
-from dots_support import plan, role, workdir
+from support.codex import OfflineCodex
+from support.dots import plan, role, workdir
 
 from markertools_adapters.codex.client import AppServerClient
 from markertools_adapters.codex.fakemodel import Text

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_support import OfflineCodex
-from dots_support import plan, role, until, workdir
 from mcp import Client, StdioServerParameters
+from support.codex import OfflineCodex
+from support.dots import plan, role, until, workdir
 from test_mcp_support import ERAS, LEGACY, MODERN, Answers, call, ok, refused
 
 from markertools_adapters.codex.fakemodel import Text

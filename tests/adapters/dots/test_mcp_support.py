@@ -11,9 +11,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from codex_support import OfflineCodex
 from mcp import Client
 from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, ErrorData
+from support.codex import OfflineCodex
 
 from markertools.plans import HostSettings
 from markertools_adapters.dots import Supervisor

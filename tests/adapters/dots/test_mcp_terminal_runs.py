@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_support import OfflineCodex
-from dots_support import plan, role, workdir
 from mcp import Client, StdioServerParameters
-from terminal_support import dots_run_args, markertools
+from support.codex import OfflineCodex
+from support.dots import plan, role, workdir
+from support.terminal import dots_run_args, markertools
 from test_mcp_support import LEGACY, Answers, call, ok
 
 from markertools_adapters.codex.fakemodel import Text

@@ -1,5 +1,5 @@
 """Faults the real Codex binary can't produce on demand, through a scripted fake
-app-server (tests/helpers_fake_appserver.py) that speaks only what the pinned binary's
+app-server (tests/support/fake_appserver.py) that speaks only what the pinned binary's
 schema allows: a crash mid-turn pauses the role and the supervisor lives on; a child
 that hangs (ignoring turn/interrupt) is ended after the timeout; a garbage line is
 skipped and the turn still completes."""
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dots_support import FAKE, OWNER, Confirm, Notices, fake_bin, plan, role, until, workdir, worker
+from support.dots import FAKE, OWNER, Confirm, Notices, fake_bin, plan, role, until, workdir, worker
 
 from markertools.plans import HostSettings
 from markertools_adapters.dots import Supervisor

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dots_support import OWNER, Confirm, plan, role, until, workdir, worker
+from support.dots import OWNER, Confirm, plan, role, until, workdir, worker
 from test_supervisor_faults import fake_bin
 
 from markertools.plans import HostSettings

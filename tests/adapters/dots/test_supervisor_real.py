@@ -11,8 +11,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from codex_support import OfflineCodex
-from dots_support import (
+from support.codex import OfflineCodex
+from support.dots import (
     OWNER,
     Confirm,
     Notices,

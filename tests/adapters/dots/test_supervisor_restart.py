@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from codex_support import OfflineCodex
-from dots_support import OWNER, plan, role, running, workdir, worker
-from repo_paths import TESTS
+from support.codex import OfflineCodex
+from support.dots import OWNER, plan, role, running, workdir, worker
+from support.paths import TESTS
 
 from markertools_adapters.codex.fakemodel import Hang
 from markertools_adapters.dots import DotsError, Supervisor
@@ -34,7 +34,7 @@ def test_killed_mid_turn_then_restarted_the_run_is_paused_and_nothing_is_resent(
     plan_file.write_text(json.dumps(plan(role("reader", workdir(tmp_path, "a")))))
     env = {**offline_codex.env, "PYTHONPATH": os.pathsep.join(sys.path)}
     host = subprocess.Popen(
-        [sys.executable, str(TESTS / "helpers_dots_host.py"), str(state), offline_codex.binary, str(plan_file)],
+        [sys.executable, str(TESTS / "support" / "dots_host.py"), str(state), offline_codex.binary, str(plan_file)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_support import OfflineCodex
-from dots_support import (
+from support.codex import OfflineCodex
+from support.dots import (
     OWNER,
     Confirm,
     plan,

@@ -14,7 +14,7 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from repo_paths import TESTS
+from support.paths import TESTS
 
 from markertools.domain.model import Task
 from markertools.domain.ports import KillResult
@@ -27,7 +27,7 @@ from markertools_adapters.executors import (
     make_executor,
 )
 
-FAKE = TESTS / "helpers_fake_docker" / "docker"
+FAKE = TESTS / "support" / "fake_docker" / "docker"
 DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+")  # what the docker daemon accepts
 PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # ids used verbatim in the name
 

@@ -298,7 +298,7 @@ def test_cancel_through_delivery_kills_the_process_group(
     tmp_path: Path, cleanup: list[int]
 ) -> None:
     """task-cancel sets the target interrupted, then the executor kills its whole group."""
-    from strategies_files import deliver, files_ports
+    from support.strategies.files import deliver, files_ports
 
     from markertools import Command
     from markertools.parse.params import TaskCancelParams
@@ -325,7 +325,7 @@ def test_cancel_through_delivery_kills_the_process_group(
 def test_failing_kill_leaves_the_cancel_done_with_the_error(tmp_path: Path) -> None:
     """The dispatcher has no docker backend: the kill raises, the status change stands
     and the report carries the error."""
-    from strategies_files import deliver, files_ports
+    from support.strategies.files import deliver, files_ports
 
     from markertools import Command
     from markertools.parse.params import TaskCancelParams

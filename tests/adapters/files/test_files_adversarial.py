@@ -12,7 +12,15 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from strategies_files import SECRET, answer_text, files, make_root, make_worktree, refused_key, task
+from support.strategies.files import (
+    SECRET,
+    answer_text,
+    files,
+    make_root,
+    make_worktree,
+    refused_key,
+    task,
+)
 
 from markertools.domain.ports import FileAnswer, FileListing, FileRefused, FileText
 from markertools_adapters.worktrees import WorktreeFiles

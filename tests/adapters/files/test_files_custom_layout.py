@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from strategies_files import SECRET, answer_text, make_root, refused_key, task
+from support.strategies.files import SECRET, answer_text, make_root, refused_key, task
 
 from markertools.domain.ports import FileListing, FileRefused, FileText
 from markertools_adapters.worktrees import WorktreeFiles, seed_layout, template_layout

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_files import (
+from support.strategies.files import (
     SECRET,
     answer_text,
     files,

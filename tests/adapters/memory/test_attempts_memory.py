@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from strategies_todo import NOW
+from support.strategies.todo import NOW
 
 from markertools.domain.model import Attempt, Project, Task
 from markertools_adapters.memory import MemoryState, MemoryStore

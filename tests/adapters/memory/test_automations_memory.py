@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from strategies_todo import NOW
+from support.strategies.todo import NOW
 
 from markertools.domain.model import Automation, Project
 from markertools_adapters.memory import MemoryStore

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_core import NOW, make_world, task
+from support.strategies.core import NOW, make_world, task
 
 from markertools.domain.ports import Clock, RandomSource
 from markertools_adapters.clock import SeededRandom, SystemClock, SystemRandom, VirtualClock

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import attrs
 import pytest
-from repo_paths import REPO
-from strategies_plans import role_dict, run_of
+from support.paths import REPO
+from support.strategies.plans import role_dict, run_of
 
 from markertools.plans import (
     Applied,

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from postgres_support import SKIP_REASON, pg_dsn, require_dsn, throwaway_store
+from support.postgres import SKIP_REASON, pg_dsn, require_dsn, throwaway_store
 
 from markertools.domain.model import Task
 from markertools_adapters.world import World

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from postgres_support import SKIP_REASON, connect, dsn, pg_dsn, schema
+from support.postgres import SKIP_REASON, connect, dsn, pg_dsn, schema
 
 from markertools.domain.model import Automation, Task, Todo
 from markertools_adapters.postgres import LATEST_VERSION, PostgresStore

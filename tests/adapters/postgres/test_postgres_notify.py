@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from postgres_support import SKIP_REASON, connect, dsn, pg_dsn, store, throwaway_store
+from support.postgres import SKIP_REASON, connect, dsn, pg_dsn, store, throwaway_store
 
 from markertools import deliver_turn
 from markertools.domain.model import Task

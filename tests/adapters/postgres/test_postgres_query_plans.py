@@ -15,8 +15,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from postgres_support import SKIP_REASON, connect, dsn, pg_dsn, require_dsn, throwaway_store
-from query_plan_support import PORT_CALLS, _blocks, _world
+from support.postgres import SKIP_REASON, connect, dsn, pg_dsn, require_dsn, throwaway_store
+from support.query_plans import PORT_CALLS, _blocks, _world
 
 from markertools.domain.model import PermissionGrant, Project, Task
 from markertools_adapters.world import World

@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 import pytest
-from postgres_support import SKIP_REASON, connect, dsn, pg_dsn, schema
+from support.postgres import SKIP_REASON, connect, dsn, pg_dsn, schema
 
 from markertools.domain.model import Automation, Task
 from markertools.domain.schedule import next_run_at

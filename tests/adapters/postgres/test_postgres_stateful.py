@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import initialize
-from postgres_support import SKIP_REASON, pg_dsn, throwaway_store
-from stateful_support import AdapterAgreement
-from strategies_sqlite import worlds
+from support.postgres import SKIP_REASON, pg_dsn, throwaway_store
+from support.stateful import AdapterAgreement
+from support.strategies.sqlite import worlds
 
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.world import World

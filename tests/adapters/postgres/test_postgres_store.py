@@ -12,8 +12,8 @@ from typing import Any
 import attrs
 import pytest
 from hypothesis import given, settings
-from postgres_support import SKIP_REASON, connect, dsn, pg_dsn, schema, store, throwaway_store
-from strategies_sqlite import worlds
+from support.postgres import SKIP_REASON, connect, dsn, pg_dsn, schema, store, throwaway_store
+from support.strategies.sqlite import worlds
 
 from markertools.domain.model import (
     Automation,

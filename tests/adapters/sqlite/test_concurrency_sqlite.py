@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_sqlite_workers import (
+from support.sqlite_workers import (
     AUTOMATIONS,
     TARGETS,
     churn_worker,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from postgres_support import SKIP_REASON, connect, dsn, pg_dsn, schema
+from support.postgres import SKIP_REASON, connect, dsn, pg_dsn, schema
 
 from markertools.domain.model import Automation
 from markertools.domain.ports import AutomationNameTaken

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_automation_race import NAME, PROJECT, deliver_worker, insert_worker, make_db
+from support.automation_race import NAME, PROJECT, deliver_worker, insert_worker, make_db
 
 WORKERS = 4
 

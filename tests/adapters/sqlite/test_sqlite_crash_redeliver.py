@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from exactly_once_support import TURN, deliver, snapshot, world
-from repo_paths import TESTS
+from support.exactly_once import TURN, deliver, snapshot, world
+from support.paths import TESTS
 
 from markertools_adapters.sqlite import create_store_from_world, open_store
 
-HELPER = TESTS / "helpers_crash_delivery.py"
+HELPER = TESTS / "support" / "crash_delivery.py"
 
 
 def kill_points(total: int) -> list[int]:

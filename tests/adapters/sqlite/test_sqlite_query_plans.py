@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from query_plan_support import PORT_CALLS, _blocks, _world
+from support.query_plans import PORT_CALLS, _blocks, _world
 
 from markertools.domain.model import (
     PermissionGrant,

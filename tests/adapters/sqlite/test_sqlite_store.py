@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from strategies_sqlite import worlds
+from support.strategies.sqlite import worlds
 
 from markertools.domain.model import (
     Automation,

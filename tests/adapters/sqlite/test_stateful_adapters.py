@@ -7,7 +7,7 @@ listings with filters, audit and follow-ups) and asserts that both return the sa
 from __future__ import annotations
 
 import pytest
-from stateful_support import AdapterAgreement
+from support.stateful import AdapterAgreement
 
 test_adapters_agree = pytest.mark.rule("CTL-4", "SCH-4", "SCH-5", "LIN-4", "ATT-2")(
     AdapterAgreement.TestCase

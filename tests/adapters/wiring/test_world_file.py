@@ -8,7 +8,7 @@ import json
 
 import pytest
 from hypothesis import given
-from strategies_core import world_files
+from support.strategies.core import world_files
 
 from markertools.domain.model import Automation, Environment, Project, Task, Todo
 from markertools_adapters.world import (

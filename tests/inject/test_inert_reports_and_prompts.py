@@ -1,8 +1,8 @@
-"""QA: hostile text from data or from the turn never parses as a marker block when a
+"""Hostile text from data or from the turn never parses as a marker block when a
 report or a first-turn prompt is itself parsed as a turn (INJ-7, EXT-2).
 
 Hostile text is built from fragments that open fences, containers and HTML blocks
-(`strategies_qa.hostile_text`) and is placed in every field another task (or the
+(`support.strategies.hostile.hostile_text`) and is placed in every field another task (or the
 sender's own turn) can fill: task outputs, models, prompts and ids, todo titles,
 automation names, project fields, file names and contents, port error texts, executor
 kill details and the values of the turn's own blocks.
@@ -19,8 +19,8 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies_core import NOW, RaisingPermissions, make_world, rig, task
-from strategies_qa import hostile_text
+from support.strategies.core import NOW, RaisingPermissions, make_world, rig, task
+from support.strategies.hostile import hostile_text
 
 from markertools import deliver_turn, parse_turn
 from markertools.domain.model import Attempt, Automation, Environment, Project, Todo

@@ -1,6 +1,6 @@
 """A supervisor in a process of its own, for the kill-and-restart tests:
 
-    python helpers_dots_host.py STATE_DIR CODEX_BIN PLAN.json
+    python dots_host.py STATE_DIR CODEX_BIN PLAN.json
 
 starts the plan (confirming both steps), prints `RUN <id>` and keeps running until it
 is killed. The codex children get this process's environment (CODEX_HOME etc.)."""

@@ -12,11 +12,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from codex_support import OfflineCodex
-from repo_paths import TESTS
-
 from markertools.plans import HostSettings
 from markertools_adapters.dots import ConfirmRequest, NoticeOut, Supervisor
+from support.codex import OfflineCodex
+from support.paths import TESTS
 
 OWNER = "conversation-1"
 
@@ -134,7 +133,7 @@ def raw_notifications(state_dir: Path, run_id: str) -> list[dict[str, Any]]:
     return out
 
 
-FAKE = TESTS / "helpers_fake_appserver.py"
+FAKE = TESTS / "support" / "fake_appserver.py"
 
 
 def fake_bin(tmp: Path, mode: str) -> str:

@@ -11,7 +11,6 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from strategies_sqlite import FLOATS, PROJECT_IDS, TASK_IDS, TEXT, TIMES, USERS, worlds
 
 from markertools.domain.model import (
     RETRYABLE_STATUSES,
@@ -26,6 +25,7 @@ from markertools.domain.schedule import next_run_at
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.sqlite import SqliteStore, create_store_from_world
 from markertools_adapters.world import World
+from support.strategies.sqlite import FLOATS, PROJECT_IDS, TASK_IDS, TEXT, TIMES, USERS, worlds
 
 ALL_TASK_IDS = (*(f"t{i}" for i in range(8)), "T", "é", "t10", "", "n1", "n2", "n3")
 TODO_IDS = st.sampled_from(["d1", "d2", "d3", "D", "d9"])

@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 from hypothesis import strategies as st
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codex"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "codex"
 SCHEMAS = FIXTURES / "schema"  # upstream openai/codex app-server v2 schemas
 APPSERVER_STREAM = FIXTURES / "appserver_stream.jsonl"
 ROLLOUT = FIXTURES / "rollout-2025-10-01T10-00-00-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"

@@ -1,4 +1,4 @@
-"""QA: the docs/cli.md contracts as an outside checker sees them - through the installed
+"""The docs/cli.md contracts as an outside checker sees them - through the installed
 `markertools` console script, in a temporary directory, with hostile inputs.
 
 Every failure must be exit code 2 with exactly one stderr line and no traceback; every

@@ -7,7 +7,7 @@ from the binary) with only ids, cwd, text and times replaced, so it speaks only 
 real schema allows (test_supervisor_faults.py validates its output against the schema
 the pinned binary generates).
 
-    python helpers_fake_appserver.py MODE app-server
+    python fake_appserver.py MODE app-server
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 TEMPLATES = json.loads(
-    (Path(__file__).parent / "fixtures" / "codex" / "v0169" / "appserver-messages.json").read_text()
+    (Path(__file__).parents[1] / "fixtures" / "codex" / "v0169" / "appserver-messages.json").read_text()
 )
 THREAD = "01a23332-0000-7000-8000-000000000001"
 TURN = "01a23332-0000-7000-8000-000000000002"

@@ -1,6 +1,5 @@
-"""Review fixes of issue 18: the resume preamble follows only a platform requeue, never a
-manual retry (ATT-4); quota-status falls back to the parent's creator with the real
-permission table (QUO-1); a ledger row with missing fields keeps its notice and shows the
+"""The resume preamble of a first turn: it follows only a platform requeue, never a manual
+retry (ATT-4); a ledger row with missing fields keeps its notice and shows the
 placeholders (ATT-3)."""
 
 from __future__ import annotations
@@ -10,12 +9,11 @@ from typing import Any
 import pytest
 
 from markertools import deliver_turn
-from markertools.domain.model import Attempt, PermissionGrant, Quota, Task
+from markertools.domain.model import Attempt, PermissionGrant, Task
 from markertools.inject.attempts import resume_preamble
 from markertools_adapters.clock import SeededRandom, VirtualClock
 from markertools_adapters.first_turn import first_turn_prompt, platform_requeue
 from markertools_adapters.memory import MemoryStore
-from markertools_adapters.sqlite import create_store_from_world
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
@@ -62,43 +60,6 @@ def test_a_manual_retry_claimed_fresh_gets_no_stale_restart_preamble() -> None:
     store.transition_task("t1", "queued", {"status": "running"})  # a later platform restart
     assert platform_requeue(store, store.get_task("t1"), NOW + 1).ok
     assert "resume" in prompt_sections(store, "t1")
-
-
-def quota_world(parent_grants: tuple[str, ...]) -> World:
-    return World(
-        now=NOW,
-        permissions=(PermissionGrant("owner", "p1", parent_grants),),
-        tasks=(
-            Task("parent", "p1", status="running", created_by="owner"),
-            Task("orphan", "p1", status="running", created_by=None, parent_task_id="parent"),
-        ),
-        quotas=(Quota("owner", 50.0, 12.5),),
-    )
-
-
-@pytest.mark.rule("QUO-1", "QUO-2")
-def test_quota_status_falls_back_to_the_parents_creator_with_the_permission_table() -> None:
-    with create_store_from_world(quota_world(("read",))) as store:  # SqlitePermissions
-        ports = store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(1))
-        report = deliver_turn(
-            block("quota-status", "{}"), sender="orphan", outcome="completed", ports=ports
-        )
-    (entry,) = report.entries
-    assert entry.outcome == "done", entry.reason.render("en")
-    text = entry.reason.render("en")
-    assert "owner" in text and "$50.00" in text and "$12.50" in text
-
-
-@pytest.mark.rule("QUO-1")
-def test_the_fallback_creator_still_needs_read() -> None:
-    with create_store_from_world(quota_world(("create_task",))) as store:
-        ports = store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(1))
-        report = deliver_turn(
-            block("quota-status", "{}"), sender="orphan", outcome="completed", ports=ports
-        )
-    (entry,) = report.entries
-    assert entry.outcome == "rejected"
-    assert "owner" in entry.reason.render("en") and "'read'" in entry.reason.render("en")
 
 
 @pytest.mark.rule("ATT-3", "ATT-4")

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pexpect
-from repo_paths import REPO
+
+from support.paths import REPO
 
 PLAN = REPO / "examples" / "plans" / "reader-fixer.json"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")

@@ -1,6 +1,6 @@
 """A delivery in a process of its own that SIGKILLs itself at its AT-th store write:
 
-    python helpers_crash_delivery.py DB AT TURN_FILE
+    python crash_delivery.py DB AT TURN_FILE
 
 (AT = 0: no kill). The store is the SQLite file DB; the turn is delivered as sender t-s
 with turn id "turn-1" (tests/adapters/sqlite/test_sqlite_crash_redeliver.py)."""

@@ -1,0 +1,102 @@
+# Owns: the root of every exception markertools_adapters raises on purpose
+# (`MarkertoolsError`) and the family bases several modules share (`StoreError`,
+# `StoreUnavailable`, `CodexError`), after httpx's `_exceptions.py`: one place that shows
+# the whole tree, so a worker can catch all of the library's errors, or one family.
+#
+# Must never: import another module of markertools_adapters (every adapter imports this
+# one; the leaves live with the code that raises them and only name their family here);
+# give a class behaviour (a family base adds no attribute and no __init__, so adding it
+# to an existing exception changes nothing but isinstance).
+#
+# Invariants:
+#   Rule 1: every exception class defined under src/markertools_adapters derives from
+#           MarkertoolsError, except the private ones of ALLOWED_OUTSIDE_THE_ROOT
+#           (tests/adapters/test_errors.py walks the modules and checks it).
+#   Rule 2: re-parenting keeps the old bases (RequestTimeout is still a TimeoutError,
+#           MissingExtra still an ImportError, WorldFileError still a ValueError), so
+#           the `except` clauses written against them keep catching the same errors.
+"""The exception tree of `markertools_adapters` (docs/errors.md).
+
+Catch `MarkertoolsError` for everything the adapters raise on purpose, or one family.
+Every class keeps the standard base it had before the tree existed (shown after `|`),
+so `except TimeoutError` or `except ValueError` still catches what it caught::
+
+    MarkertoolsError                       root (an Exception)
+    ├── StoreError                         a task store (SQLite, PostgreSQL) cannot serve
+    │   ├── SchemaError                    _sql (re-exported by sqlite, postgres): the
+    │   │   │                              database's schema cannot be used by this version
+    │   │   └── SchemaTooNew               written by a newer markertools
+    │   └── StoreUnavailable               the database driver failed operationally
+    ├── PlanStoreError                     planstore: the orchestration run journal
+    │   ├── RunExists
+    │   ├── RunNotFound
+    │   ├── StaleRevision
+    │   ├── CorruptStore
+    │   └── HostLockHeld
+    ├── DotsError                          dots: a refused supervisor call (`field`, `message`)
+    │   ├── RunNotFound                    dots.RunNotFound (not planstore's)
+    │   ├── ProposalInvalid
+    │   ├── NotConfirmed
+    │   ├── ConfirmationUnavailable        dots.mcp
+    │   └── InputNeeded                    dots.mcp
+    ├── CodexError                         codex: the app-server and its files
+    │   ├── AppServerError                 a JSON-RPC error answer (`code`, `message`)
+    │   ├── AppServerExited                the child exited with a request pending
+    │   ├── RequestTimeout                 | TimeoutError: no answer in time
+    │   └── CodexInputError                an events / rollout file cannot be read
+    ├── WorldFileError                     | ValueError   world: an invalid world file
+    │   └── MergeConflict                  world: records with the same key differ
+    ├── MissingExtra                       | ImportError  stores: an optional extra is missing
+    ├── ExecutorUnavailable                | RuntimeError executors: no backend for a kind
+    ├── PermissionLookupTimeout            | TimeoutError permissions: the lookup did not answer
+    ├── PermissionLookupError              | RuntimeError permissions: it answered a non-bool
+    ├── UsageFailure                       cli: a usage error or unreadable input (exit 2)
+    └── NotResumable                       cli: `dots run --resume` names no unfinished run
+
+The core (`markertools`) raises few exceptions, all standard ones: `ValueError` for a
+value it refuses (`deliver_turn`, TRN-10; `UnknownKindError`, `NotJson`,
+`ScheduleError`) and `AutomationNameTaken`, which a store raises through the
+`AutomationStore` port. They are not under this root: the core imports no adapter.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class MarkertoolsError(Exception):
+    """Root of every exception markertools_adapters raises on purpose (docs/errors.md)."""
+
+
+class StoreError(MarkertoolsError):
+    """A task store (SQLite, PostgreSQL) cannot do what was asked."""
+
+
+class StoreUnavailable(StoreError):
+    """The database driver failed operationally (connection lost, database locked, disk
+    I/O): the store's own form of `sqlite3.OperationalError` / `psycopg.OperationalError`,
+    with the driver's exception as `__cause__`. Retrying later may succeed."""
+
+
+class CodexError(MarkertoolsError):
+    """The Codex adapter: the app-server child, its JSON-RPC answers, its files."""
+
+
+# Rule 1: the exception classes that stay outside the tree, each private to one module
+# (raised and caught there, never seen by a caller).
+ALLOWED_OUTSIDE_THE_ROOT: Final[frozenset[str]] = frozenset(
+    {
+        "markertools_adapters.world._Bad",
+        "markertools_adapters.codex._appserver._Shape",
+        "markertools_adapters.codex._rollout._Shape",
+        "markertools_adapters.codex._files._CorruptInput",
+        "markertools_adapters.worktrees._Refusal",
+    }
+)
+
+__all__ = [
+    "CodexError",
+    "MarkertoolsError",
+    "StoreError",
+    "StoreUnavailable",
+]

@@ -1,0 +1,191 @@
+"""One documented root for the adapters' exceptions (issue 25, part 4; issue 27 item 5):
+every exception class defined under src/markertools_adapters derives from
+`MarkertoolsError` (but a documented allow-list of private ones), keeps the standard base
+it had, sits in its family, and is named in the tree of errors.py and docs/errors.md."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import markertools_adapters
+from markertools_adapters import errors
+from markertools_adapters.errors import (
+    ALLOWED_OUTSIDE_THE_ROOT,
+    CodexError,
+    MarkertoolsError,
+    StoreError,
+    StoreUnavailable,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def adapter_exceptions() -> dict[str, type[BaseException]]:
+    """Every exception class defined at module level anywhere in markertools_adapters,
+    by its dotted name (each module imported, so nothing is missed by a text search)."""
+    found: dict[str, type[BaseException]] = {}
+    modules = [markertools_adapters.__name__] + [
+        m.name
+        for m in pkgutil.walk_packages(markertools_adapters.__path__, "markertools_adapters.")
+    ]
+    for name in modules:
+        module = importlib.import_module(name)
+        for obj in vars(module).values():
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseException)
+                and obj.__module__ == name
+            ):
+                found[f"{name}.{obj.__qualname__}"] = obj
+    return found
+
+
+def test_every_adapter_exception_derives_from_the_root() -> None:
+    found = adapter_exceptions()
+    assert len(found) >= 30  # the walk saw the whole package, not an empty corner
+    outside = {name for name, cls in found.items() if not issubclass(cls, MarkertoolsError)}
+    assert sorted(outside - ALLOWED_OUTSIDE_THE_ROOT) == [], "derive them from MarkertoolsError"
+    assert sorted(ALLOWED_OUTSIDE_THE_ROOT - outside) == []  # no stale allow-list entry
+    assert all(name.rsplit(".", 1)[1].startswith("_") for name in ALLOWED_OUTSIDE_THE_ROOT)
+
+
+@pytest.mark.parametrize(
+    ("dotted", "old_base"),
+    [
+        ("markertools_adapters.codex.client.RequestTimeout", TimeoutError),
+        ("markertools_adapters.permissions.PermissionLookupTimeout", TimeoutError),
+        ("markertools_adapters.permissions.PermissionLookupError", RuntimeError),
+        ("markertools_adapters.executors.ExecutorUnavailable", RuntimeError),
+        ("markertools_adapters.stores.MissingExtra", ImportError),
+        ("markertools_adapters.world.WorldFileError", ValueError),
+        ("markertools_adapters.world.MergeConflict", ValueError),
+    ],
+)
+def test_re_parenting_keeps_the_old_base(dotted: str, old_base: type[BaseException]) -> None:
+    module, name = dotted.rsplit(".", 1)
+    cls = getattr(importlib.import_module(module), name)
+    assert issubclass(cls, old_base) and issubclass(cls, MarkertoolsError)
+    assert cls.__mro__.index(old_base) < cls.__mro__.index(MarkertoolsError)
+
+
+def test_an_except_clause_written_against_an_old_base_still_catches() -> None:
+    from markertools_adapters.codex.client import RequestTimeout
+    from markertools_adapters.stores import MissingExtra
+
+    with pytest.raises(TimeoutError, match=r"no response to 'thread/start' within 2\.0s"):
+        raise RequestTimeout("thread/start", 2.0)
+    with pytest.raises(CodexError, match=r"no response to 'thread/start' within 2\.0s"):
+        raise RequestTimeout("thread/start", 2.0)
+    missing = MissingExtra("postgres", "the PostgreSQL store", "psycopg")
+    assert missing.name == "psycopg"  # ImportError's own field, as before
+    with pytest.raises(ImportError, match=r"pip install 'markertools\[postgres\]'"):
+        raise missing
+
+
+def test_the_families() -> None:
+    from markertools_adapters import planstore, postgres, sqlite
+    from markertools_adapters.codex._files import CodexInputError
+    from markertools_adapters.codex.client import AppServerError, AppServerExited
+    from markertools_adapters.dots import DotsError, NotConfirmed, ProposalInvalid
+    from markertools_adapters.dots import RunNotFound as DotsRunNotFound
+
+    assert sqlite.SchemaError is postgres.SchemaError  # defined once, in _sql
+    assert sqlite.SchemaTooNew is postgres.SchemaTooNew
+    assert issubclass(sqlite.SchemaTooNew, sqlite.SchemaError)
+    assert issubclass(sqlite.SchemaError, StoreError)
+    assert issubclass(StoreUnavailable, StoreError) and issubclass(StoreError, MarkertoolsError)
+    for cls in (
+        planstore.RunExists,
+        planstore.RunNotFound,
+        planstore.StaleRevision,
+        planstore.CorruptStore,
+        planstore.HostLockHeld,
+    ):
+        assert issubclass(cls, planstore.PlanStoreError)
+    assert issubclass(planstore.PlanStoreError, MarkertoolsError)
+    assert not issubclass(planstore.PlanStoreError, StoreError)  # a family of its own
+    for cls in (DotsRunNotFound, ProposalInvalid, NotConfirmed):
+        assert issubclass(cls, DotsError)
+    assert issubclass(DotsError, MarkertoolsError)
+    for cls in (AppServerError, AppServerExited, CodexInputError):
+        assert issubclass(cls, CodexError)
+    # the families stay apart: a new common base never makes one class catch another
+    assert not issubclass(AppServerExited, AppServerError)
+    assert not issubclass(DotsRunNotFound, planstore.RunNotFound)
+
+
+def test_a_refused_database_is_caught_by_the_root_with_its_reason(tmp_path: Path) -> None:
+    from markertools_adapters.sqlite import LATEST_VERSION, open_store
+
+    path = tmp_path / "new.db"
+    open_store(path).close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("UPDATE schema_version SET version = ?", (LATEST_VERSION + 1,))
+    conn.close()
+    with pytest.raises(MarkertoolsError) as caught:
+        open_store(path)
+    assert isinstance(caught.value, StoreError)
+    assert str(caught.value) == (
+        f"database schema version {LATEST_VERSION + 1} is newer than this markertools "
+        f"supports ({LATEST_VERSION}); upgrade markertools to open it"
+    )
+
+
+def test_a_missing_run_and_a_bad_world_file_are_caught_by_the_root(tmp_path: Path) -> None:
+    from markertools_adapters.planstore import PlanStore
+    from markertools_adapters.world import loads_world
+
+    with pytest.raises(MarkertoolsError, match=r"^no run 'nope' in "):
+        PlanStore(tmp_path / "state").load("nope")
+    with pytest.raises(MarkertoolsError, match=r"^world: not JSON: "):
+        loads_world("{")
+
+
+def test_the_tree_is_documented_in_errors_py_and_docs() -> None:
+    """Every class of the tree is named in errors.py's docstring tree and in
+    docs/errors.md, so the documentation cannot fall behind the code."""
+    doc = errors.__doc__ or ""
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    names = {
+        cls.__name__
+        for name, cls in adapter_exceptions().items()
+        if name not in ALLOWED_OUTSIDE_THE_ROOT
+    }
+    assert sorted(n for n in names if not re.search(rf"\b{n}\b", doc)) == []
+    assert sorted(n for n in names if not re.search(rf"\b{n}\b", page)) == []
+    assert "docs/errors.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_snippet_of_docs_errors_md_runs_and_names_the_reason(tmp_path: Path) -> None:
+    """docs/errors.md's program, run as written: it opens (creates) markertools.db; on a
+    database a newer markertools wrote it exits with the one line it promises."""
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    (snippet,) = re.findall(r"^```python\n(.*?)^```$", page, re.S | re.M)
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet, encoding="utf-8")
+    first = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert (first.returncode, first.stderr) == (0, "")
+    from markertools_adapters.sqlite import LATEST_VERSION
+
+    conn = sqlite3.connect(tmp_path / "markertools.db", isolation_level=None)
+    conn.execute("UPDATE schema_version SET version = ?", (LATEST_VERSION + 1,))
+    conn.close()
+    second = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert second.returncode == 1
+    assert second.stderr == (
+        f"upgrade markertools: database schema version {LATEST_VERSION + 1} is newer than "
+        f"this markertools supports ({LATEST_VERSION}); upgrade markertools to open it\n"
+    )
