@@ -12,11 +12,16 @@
 #           the sender (CRE-4).
 from __future__ import annotations
 
+from typing import Final
+
+import attrs
+
 from markertools.deliver.context import Handler, TurnContext, summarize_error
 from markertools.deliver.gates import CONTROL_PERMISSION, ControlAction, control_gate, create_gate
 from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
 from markertools.deliver.snapshot import join_sections
+from markertools.domain.change import TaskChange
 from markertools.domain.decision import Allowed, Denied
 from markertools.domain.model import Task
 from markertools.parse.params import TaskCancelParams, TaskCreateParams, TaskRetryParams
@@ -111,7 +116,7 @@ def _gate_control(
 
 
 def _transition(
-    cmd: Command, ctx: TurnContext, target: Task, changes: dict[str, object]
+    cmd: Command, ctx: TurnContext, target: Task, changes: TaskChange
 ) -> Task | ReportEntry:
     """Rule 2: compare-and-set on the status the gate read; a lost race rejects."""
     updated = ctx.ports.tasks.transition_task(target.id, target.status, changes)
@@ -138,12 +143,8 @@ def handle_cancel(cmd: Command, ctx: TurnContext) -> ReportEntry:
         return gated
     target, allowed = gated
     reason = msg("tasks.interrupted_reason", sender=ctx.sender.id, line=cmd.line)
-    updated = _transition(
-        cmd,
-        ctx,
-        target,
-        {"status": "interrupted", "interrupted_reason": reason.render(DEFAULT_LOCALE)},
-    )
+    change = TaskChange(status="interrupted", interrupted_reason=reason.render(DEFAULT_LOCALE))
+    updated = _transition(cmd, ctx, target, change)
     if isinstance(updated, ReportEntry):
         return updated
     result = msg(
@@ -173,12 +174,10 @@ def _kill(ctx: TurnContext, task: Task) -> Msg:
     return msg("tasks.kill_none_plain")
 
 
-RETRY_CLEARS: dict[str, object] = {
-    "status": "queued",
-    "result_text": None,
-    "error_text": None,
-    "actual_model": None,
-}
+# CTL-3: a retry requeues and clears exactly these; everything else stays as it is
+RETRY_CLEARS: Final[TaskChange] = TaskChange(
+    status="queued", result_text=None, error_text=None, actual_model=None
+)
 
 
 def handle_retry(cmd: Command, ctx: TurnContext) -> ReportEntry:
@@ -189,8 +188,8 @@ def handle_retry(cmd: Command, ctx: TurnContext) -> ReportEntry:
         return gated
     target, allowed = gated
     # ATT-4: ledger rows so far belong to runs before this manual retry (no preamble)
-    changes = dict(RETRY_CLEARS, retried_after_attempt=target.auto_resume_count)
-    updated = _transition(cmd, ctx, target, changes)
+    change = attrs.evolve(RETRY_CLEARS, retried_after_attempt=target.auto_resume_count)
+    updated = _transition(cmd, ctx, target, change)
     if isinstance(updated, ReportEntry):
         return updated
     result = msg("tasks.retried", id=shown(target.id), old=target.status)
