@@ -16,7 +16,13 @@ from typing import Final
 
 import attrs
 
-from markertools.deliver.context import Handler, TurnContext, summarize_error
+from markertools.deliver.context import (
+    Handler,
+    HandlerTable,
+    TurnContext,
+    handler_table,
+    summarize_error,
+)
 from markertools.deliver.gates import CONTROL_PERMISSION, ControlAction, control_gate, create_gate
 from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
@@ -53,9 +59,7 @@ def build_child(ctx: TurnContext, params: TaskCreateParams, task_id: str) -> Tas
     )
 
 
-def handle_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, TaskCreateParams)
+def handle_create(cmd: Command, p: TaskCreateParams, ctx: TurnContext) -> ReportEntry:
     permission = ctx.permission("create_task")
     if permission.granted:  # the per-turn facts (each read at most once per turn)
         exhausted = ctx.quota_exhausted()
@@ -135,9 +139,7 @@ def _with_note(result: Msg, allowed: Allowed) -> Msg:
     return join_sections([result, msg("tasks.note_allowed", note=allowed.note)], "\n")
 
 
-def handle_cancel(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, TaskCancelParams)
+def handle_cancel(cmd: Command, p: TaskCancelParams, ctx: TurnContext) -> ReportEntry:
     gated = _gate_control("cancel", cmd, ctx, p.task_id)
     if isinstance(gated, ReportEntry):
         return gated
@@ -180,9 +182,7 @@ RETRY_CLEARS: Final[TaskChange] = TaskChange(
 )
 
 
-def handle_retry(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, TaskRetryParams)
+def handle_retry(cmd: Command, p: TaskRetryParams, ctx: TurnContext) -> ReportEntry:
     gated = _gate_control("retry", cmd, ctx, p.task_id)
     if isinstance(gated, ReportEntry):
         return gated
@@ -196,8 +196,8 @@ def handle_retry(cmd: Command, ctx: TurnContext) -> ReportEntry:
     return ctx.done(cmd, target.id, _with_note(result, allowed))
 
 
-HANDLERS: dict[str, Handler] = {
-    "task-create": handle_create,
-    "task-cancel": handle_cancel,
-    "task-retry": handle_retry,
-}
+HANDLERS: Final[HandlerTable] = handler_table(
+    Handler(TaskCreateParams, handle_create),
+    Handler(TaskCancelParams, handle_cancel),
+    Handler(TaskRetryParams, handle_retry),
+)
