@@ -5,7 +5,8 @@
 # Invariants:
 #   Rule 1: nothing changes unless the gate allowed it; a rejection changes nothing.
 #   Rule 2: cancel and retry change a task only through the store's compare-and-set on
-#           the status the gate read; losing the race rejects "changed meanwhile".
+#           the status the gate read, with a typed `TaskChange` (never a dict); losing
+#           the race rejects "changed meanwhile".
 #   Rule 3: a new task is always a normal task of the sender's project: never a goal or
 #           coordinator task, never with a worktree or host of its own (CRE-2).
 #   Rule 4: cancel never touches the sender's other children and create never touches
