@@ -27,6 +27,7 @@ from markertools import (
     Project,
     Quota,
     Task,
+    TaskChange,
     deliver_turn,
     fire_due_automations,
 )
@@ -92,9 +93,10 @@ class Worker:
             store.charge_quota(task.created_by, 0.01)
         if report.message:
             self.reports.setdefault(task.id, []).append(report.message)
-        store.transition_task(task.id, "running", {"status": "completed", "result_text": answer})
+        done = TaskChange(status="completed", result_text=answer)
+        store.transition_task(task.id, "running", done)
         if report.entries:  # 5. blocks ran: their report is the task's next input
-            store.transition_task(task.id, "completed", {"status": "queued"})
+            store.transition_task(task.id, "completed", TaskChange(status="queued"))
         return True
 
     def run(self, max_steps: int = 50) -> None:

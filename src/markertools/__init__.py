@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         NotDeliveredCode,
         ReportEntry,
     )
+    from markertools.domain.change import TaskChange
     from markertools.domain.decision import Allowed, Decision, Denied, PermissionAnswer
     from markertools.domain.errors import ERROR_SUMMARY_CHARS, summarize_error
     from markertools.domain.model import (
@@ -202,6 +203,7 @@ _EXPORTS: dict[str, str] = {
     "Quota": "markertools.domain.model",
     "ReportEntry": "markertools.deliver.report",
     "Task": "markertools.domain.model",
+    "TaskChange": "markertools.domain.change",
     "Todo": "markertools.domain.model",
     "TurnPlan": "markertools.parse.plan",
     "body_schema": "markertools.parse.schema",
@@ -320,6 +322,7 @@ __all__ = [
     "ReportEntry",
     "RequeueResult",
     "Task",
+    "TaskChange",
     "TaskClaimer",
     "TaskExecutor",
     "TaskFiles",

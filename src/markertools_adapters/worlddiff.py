@@ -31,6 +31,7 @@ from markertools import (
     Quota,
     RequeueResult,
     Task,
+    TaskChange,
     TaskListing,
     Todo,
     TodoListing,
@@ -185,7 +186,7 @@ class TouchRecorder:
         self.tasks_before.setdefault(task.id, None)
 
     def transition_task(
-        self, task_id: str, expected_status: str, changes: Mapping[str, object]
+        self, task_id: str, expected_status: str, changes: TaskChange | Mapping[str, object]
     ) -> Task | None:
         """TaskStore.transition_task; the row before it is read first (once per task)."""
         if task_id not in self.tasks_before:

@@ -215,7 +215,7 @@ def test_create_resolves_a_same_turn_task_reference() -> None:
     sender = store.get_task("t1")
     ctx = TurnContext(sender, ports, "en", TurnPlan(commands=(command,)))
     ctx.register_created("worker", "t7")
-    entry = handle_todo_create(command, ctx)
+    entry = handle_todo_create(command, command.params, ctx)
     assert entry.outcome == "done"
     assert entry.target is not None
     assert store.get_todo(entry.target).task_id == "t7"

@@ -3,11 +3,19 @@
 Dependencies point one way, top to bottom:
 
 1. `loop`          `deliver_turn`: discards, one handler per command, audit, report;
-2. `handlers`      one module per kind family, merged by `handlers.registry`;
-3. `context`       the per-turn `TurnContext` handlers receive (`Handler`,
-   `summarize_error`, id drawing, permission refusals);
-4. `gates`, `lineage`, `paths`, `snapshot`: pure decisions and views;
-5. `render`, `report`: the report entries and their one message.
+2. `handlers`      one module per kind family, each handler keyed by the params class
+   of its kind's row; merged by `handlers.registry`;
+3. `context`       the per-turn `TurnContext` handlers receive (immutable `TurnFacts`,
+   caches changed through methods), `Handler` / `handler_table`, id drawing,
+   permission refusals;
+4. `once`          exactly once (TRN-9): `TurnJournal`, all of the journal bookkeeping;
+5. `gates`, `lineage`, `paths`, `snapshot`, `codec`: pure decisions, views and the
+   journal's JSON;
+6. `render`, `report`, `failures`: the report entries and their one message; error
+   summaries and the "markertools" logger.
+
+What delivery needs of a kind beyond its handler (rerun or journal on a resumed
+delivery, whether it creates a task) is a column of its row in `parse/kinds.py`.
 
 May import: `markertools.inject`, `markertools.parse`, `markertools.domain`,
 `markertools.text`. Nothing imports delivery but `markertools` itself.

@@ -1,44 +1,77 @@
-# Owns: the per-turn `TurnContext` the kind handlers receive (facts read once per turn,
-# permission and quota answers, the @NAME table, follow-ups to queue after the report),
-# the `Handler` signature; it passes on `summarize_error` (TRN-8, domain/errors.py) to the
-# handlers. Handlers import this module;
-# it imports no handler and not the delivery loop.
+# Owns: what a kind handler receives and how it is registered: `TurnContext` - the
+# delivery's immutable `TurnFacts` (sender as first read, ports, locale, plan, turn id,
+# deadline, cancel signal) and its per-turn caches (the sender as last read, permission
+# and quota answers, lineage facts, the @NAME table, this turn's children, follow-ups to
+# queue after the report), which handlers change only through its methods - and
+# `Handler` / `handler_table`, a handler keyed by the params class it takes. Also the
+# helpers every handler family shares (id drawing, permission refusals).
+#
+# Must never: import a handler or the delivery loop; hold exactly-once bookkeeping of
+# its own (the derived ids and the restored blocks are `once.TurnJournal`'s; the
+# context only hands them on); let a handler write one of its attributes.
 #
 # Invariants:
 #   Rule 1: every port read it makes is cached for the turn where the rule says "once
 #           per turn" (DOM-6 permissions, CRE-3 quota, LIN-1 generation, LIN-3 children).
 #   Rule 2: `summarize_error` never raises, whatever the exception (TRN-8).
+#   Rule 3: a handler table holds one handler per params class (`handler_table` refuses
+#           a second), and a handler's function takes exactly that class (mypy checks
+#           `Handler(ParamsClass, function)`).
 from __future__ import annotations
 
 import contextlib
-import hashlib
-from collections.abc import Callable
-from typing import Any, Final, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Generic, Literal, TypeVar
+
+import attrs
 
 from markertools.deliver.lineage import LINEAGE_MAX_STEPS, generation, in_lineage
+from markertools.deliver.once import TurnJournal
 from markertools.deliver.render import shown
 from markertools.deliver.report import EntryOutcome, ReportEntry
 from markertools.domain.decision import PermissionAnswer
 from markertools.domain.errors import summarize_error as summarize_error  # for the handlers
 from markertools.domain.model import Task, quota_exhausted, sender_cancelled
 from markertools.domain.ports import Ports
+from markertools.parse.kinds import kind_of
+from markertools.parse.kindspec import param_text
+from markertools.parse.params import Params
 from markertools.parse.plan import Command, TurnPlan
 from markertools.text.msg import Msg, msg
 
-Handler = Callable[[Command, "TurnContext"], ReportEntry]
+__all__ = ["Handler", "HandlerTable", "TurnContext", "TurnFacts", "handler_table"]
+__all__ += ["new_id", "permission_refusal", "summarize_error"]
+
 StopCause = Literal["deadline", "cancelled"]  # TRN-11: why a delivery stopped waiting
+P = TypeVar("P", bound=Params)
 
 ID_BYTES: Final[int] = 6  # todo and automation ids: prefix + 12 hex digits
 _ID_DRAWS: Final[int] = 8
 
 
-class TurnContext:
-    """Per-turn facts and caches shared by the handlers of one delivery.
+@attrs.frozen
+class TurnFacts:
+    """What one delivery knows before its first block; none of it changes."""
 
-    Mutable on purpose (it is the turn's scratchpad, never stored): the sender as last
-    read, permission answers (looked up at most once per permission per turn), the quota
-    verdict (checked once per turn, CRE-3 / AUT-4), the `@NAME` table (VAL-8), the count
-    of children created this turn (LIN-3) and follow-ups to queue after the report.
+    sender: Task  # as read when the delivery started (TurnContext.sender: as last read)
+    ports: Ports
+    locale: str
+    plan: TurnPlan
+    turn_id: str | None = None  # TRN-9: ids of created things derive from it
+    deadline_at: float | None = None  # TRN-11: clock time when waiting must stop
+    deadline_seconds: float | None = None  # TRN-11: the deadline as the caller gave it
+    cancel: Callable[[], bool] | None = None  # TRN-11: the caller's cancellation signal
+
+
+class TurnContext:
+    """The facts and caches of one delivery, shared by the handlers of its blocks.
+
+    `facts` never change. The caches - the sender as last read, permission answers
+    (looked up at most once per permission per turn), the quota verdict (once per turn,
+    CRE-3 / AUT-4), the sender's generation and children count, the `@NAME` table
+    (VAL-8), the children created this turn (LIN-3), follow-ups to queue after the
+    report - are read through properties and changed only by its methods. Exactly-once
+    bookkeeping (derived ids, restored blocks) is the `TurnJournal`'s.
     """
 
     def __init__(
@@ -52,32 +85,83 @@ class TurnContext:
         deadline_at: float | None = None,
         deadline_seconds: float | None = None,
         cancel: Callable[[], bool] | None = None,
+        journal: TurnJournal | None = None,
     ) -> None:
-        self.sender = sender
-        self.ports = ports
-        self.locale = locale
-        self.plan = plan
-        self.turn_id = turn_id  # TRN-9: ids of created things derive from it
-        self.position = 0  # the running block's position in execution order
-        self.deadline_at = deadline_at  # TRN-11: clock time when waiting must stop
-        self.deadline_seconds = deadline_seconds  # TRN-11: the deadline as the caller gave it
-        self._cancel = cancel
-        self.stopped = False  # set once the deadline passed or cancellation was asked
-        self.stop_cause: StopCause | None = None  # why `stopped` was set
-        self.restored_children = 0  # TRN-9: creates of this turn applied by an earlier delivery
-        self.cancelled = False  # set once the sender is seen cancelled (TRN-5, WAI-5)
-        self.children_created = 0
-        self.followups_after_report: list[str] = []
+        self.facts: Final = TurnFacts(
+            sender, ports, locale, plan, turn_id, deadline_at, deadline_seconds, cancel
+        )
+        self.journal: Final = journal or TurnJournal(ports.journal, sender.id, turn_id)
+        self._sender = sender
+        self._sender_fresh = False  # the sender was just read (by a poll / wait round)
+        self._cancelled = False  # the sender was seen cancelled (TRN-5, WAI-5)
+        self._stop_cause: StopCause | None = None  # set once waiting must stop (TRN-11)
+        self._children_created = 0
+        self._followups: list[str] = []
         self._permissions: dict[str, PermissionAnswer] = {}
         self._quota_exhausted: bool | None = None
         self._quota_failure: Exception | None = None
-        self._created: dict[str, str] = {}  # @NAME -> created task id
-        self._ambiguous_names = _duplicate_create_names(plan)
         self._generation: int | None = None
         self._existing_children: int | None = None
-        self._sender_fresh = False  # the sender was just read (by a poll / wait round)
+        self._created: dict[str, str] = {}  # @NAME -> created task id
+        self._ambiguous_names = _duplicate_create_names(plan)
 
-    # ---- facts -------------------------------------------------------------------
+    # ---- the facts, and the caches as read-only views ----------------------------------
+
+    @property
+    def ports(self) -> Ports:
+        return self.facts.ports
+
+    @property
+    def locale(self) -> str:
+        return self.facts.locale
+
+    @property
+    def plan(self) -> TurnPlan:
+        return self.facts.plan
+
+    @property
+    def turn_id(self) -> str | None:
+        return self.facts.turn_id
+
+    @property
+    def deadline_at(self) -> float | None:
+        return self.facts.deadline_at
+
+    @property
+    def deadline_seconds(self) -> float | None:
+        return self.facts.deadline_seconds
+
+    @property
+    def sender(self) -> Task:
+        """The sender as last read (a poll or wait round, or the loop between blocks)."""
+        return self._sender
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the sender was seen cancelled (TRN-5, WAI-5)."""
+        return self._cancelled
+
+    @property
+    def stopped(self) -> bool:
+        """True once `stop_waiting()` saw the deadline pass or the cancel signal set."""
+        return self._stop_cause is not None
+
+    @property
+    def stop_cause(self) -> StopCause | None:
+        """Why `stopped` is set: "deadline" or "cancelled" (TRN-11)."""
+        return self._stop_cause
+
+    @property
+    def children_created(self) -> int:
+        """LIN-3: children this turn created (restored creations included)."""
+        return self._children_created
+
+    @property
+    def followups_after_report(self) -> tuple[str, ...]:
+        """Follow-ups to queue after the report message (GOA-2), in order."""
+        return tuple(self._followups)
+
+    # ---- facts read through the ports ------------------------------------------------
 
     def now(self) -> float:
         return self.ports.clock.now()
@@ -86,38 +170,16 @@ class TurnContext:
         """TRN-11: True (and stays True) once the delivery's deadline passed or its
         cancellation signal is set; polls and waits then end with "stopped waiting", and
         `stop_cause` says which of the two it was."""
-        if not self.stopped:
-            if self._cancel is not None:
+        if self._stop_cause is None:
+            cancel = self.facts.cancel
+            if cancel is not None:
                 with contextlib.suppress(Exception):
-                    self.stopped = bool(self._cancel())
-                if self.stopped:
-                    self.stop_cause = "cancelled"
-            if not self.stopped and self.deadline_at is not None:
-                self.stopped = self.now() >= self.deadline_at
-                if self.stopped:
-                    self.stop_cause = "deadline"
-        return self.stopped
-
-    def derived_id(self, prefix: str, nbytes: int) -> str | None:
-        """TRN-9: with a turn id, the id of the thing the running block creates, derived
-        from (sender, turn id, position) - the same on every delivery of the turn, so a
-        re-insert is recognised, never duplicated. None without a turn id."""
-        if self.turn_id is None:
-            return None
-        seed = f"{self.sender.id}\x00{self.turn_id}\x00{self.position}".encode()
-        return prefix + hashlib.sha256(seed).hexdigest()[: nbytes * 2]
-
-    def insert_once(
-        self, insert: Callable[[Any], None], lookup: Callable[[str], object], thing: Any
-    ) -> None:
-        """Insert `thing`; TRN-9: when that fails because its derived id already exists
-        (an earlier delivery of this turn created it but could not record the block),
-        it is recognised, never created twice. Any other failure propagates."""
-        try:
-            insert(thing)
-        except Exception:
-            if self.turn_id is None or lookup(thing.id) is None:
-                raise
+                    if bool(cancel()):
+                        self._stop_cause = "cancelled"
+            deadline_at = self.facts.deadline_at
+            if self._stop_cause is None and deadline_at is not None and self.now() >= deadline_at:
+                self._stop_cause = "deadline"
+        return self._stop_cause is not None
 
     def permission(self, permission: str) -> PermissionAnswer:
         """DOM-6: looked up for the sender's creator on the sender's project; a lookup
@@ -166,7 +228,7 @@ class TurnContext:
             count = self.ports.tasks.count_children(self.sender.id)
             # TRN-9: children an earlier delivery of this turn created are this turn's
             # (counted in `children_created` as their blocks are restored), not earlier ones
-            self._existing_children = max(0, count - self.restored_children)
+            self._existing_children = max(0, count - self.journal.restored_children)
         return self._existing_children
 
     def target_in_lineage(self, target: Task | None) -> bool:
@@ -182,28 +244,59 @@ class TurnContext:
         when the previous block has just read the sender (a poll / wait round)."""
         if self._sender_fresh:
             self._sender_fresh = False
-        elif not self.cancelled:
-            self.observe_sender(self.ports.tasks.get_task(self.sender.id))
+        elif not self._cancelled:
+            self.observe_sender(self.ports.tasks.get_task(self._sender.id))
             self._sender_fresh = False
-        return self.cancelled
+        return self._cancelled
 
     def observe_sender(self, task: Task | None) -> None:
         """Record a fresh read of the sender (poll/wait read it with their targets)."""
         self._sender_fresh = True
         if sender_cancelled(task):
-            self.cancelled = True
+            self._cancelled = True
         elif task is not None:
-            self.sender = task
+            self._sender = task
 
-    # ---- @NAME references (VAL-8) -----------------------------------------------------
+    # ---- TRN-9, handed on from the turn's journal --------------------------------------
+
+    def derived_id(self, prefix: str, nbytes: int) -> str | None:
+        """TRN-9: the running block's derived id (None without a turn id)."""
+        return self.journal.derived_id(prefix, nbytes)
+
+    def insert_once(
+        self, insert: Callable[[Any], None], lookup: Callable[[str], object], thing: Any
+    ) -> None:
+        """TRN-9: insert `thing`, recognising one an earlier delivery of the turn made."""
+        self.journal.insert_once(insert, lookup, thing)
+
+    def created_earlier(self, lookup: Callable[[str], object], thing_id: str) -> bool:
+        """TRN-9: True when an earlier delivery of the turn created `thing_id`."""
+        return self.journal.created_earlier(lookup, thing_id)
+
+    def restore(self, cmd: Command, entry: ReportEntry) -> None:
+        """TRN-9 / VAL-8: block `cmd` was applied by an earlier delivery of the turn with
+        `entry`; a task it created counts as this turn's child again and its @NAME
+        resolves (the kind's row says whether it creates one and which field names it)."""
+        spec = kind_of(cmd.kind)
+        if spec is not None and spec.creates_task and entry.outcome == "done" and entry.target:
+            self.register_created(param_text(cmd.params, spec.task_name_field), entry.target)
+
+    # ---- what handlers add to the turn -------------------------------------------------
+
+    def queue_after_report(self, text: str) -> None:
+        """GOA-2: queue `text` for the sender after this turn's report message."""
+        self._followups.append(text)
 
     def register_created(self, name: str | None, task_id: str) -> None:
-        self.children_created += 1
+        """LIN-3 / VAL-8: a task this turn created, under its @NAME (when unambiguous)."""
+        self._children_created += 1
         if name is not None and name not in self._ambiguous_names:
             self._created[name] = task_id
 
+    # ---- @NAME references (VAL-8) -----------------------------------------------------
+
     def name_ambiguous(self, name: str) -> bool:
-        """VAL-8: True when two task-create blocks of this turn use `name`."""
+        """VAL-8: True when two task-creating blocks of this turn use `name`."""
         return name in self._ambiguous_names
 
     def resolve_task_id(self, raw: str) -> str | Msg:
@@ -234,16 +327,49 @@ class TurnContext:
 
 
 def _duplicate_create_names(plan: TurnPlan) -> frozenset[str]:
-    """VAL-8: names used by two task-create blocks of the turn - two commands, or a
+    """VAL-8: names used by two task-creating blocks of the turn - two commands, or a
     command and a block that will not run (skipped, unclosed, over the cap)."""
     seen: set[str] = set()
     dup: set[str] = set()
     for cmd in plan.commands:
-        name = getattr(cmd.params, "name", None) if cmd.kind == "task-create" else None
-        if isinstance(name, str):
+        spec = kind_of(cmd.kind)
+        name = param_text(cmd.params, spec.task_name_field) if spec is not None else None
+        if name is not None:
             (dup if name in seen else seen).add(name)
     dup.update(seen.intersection(plan.unexecuted_create_names))
     return frozenset(dup)
+
+
+# ---- handlers: keyed by the params class they take (Rule 3) ------------------------------
+
+
+@attrs.frozen
+class Handler(Generic[P]):
+    """A kind's handler and the params class it takes. Delivery dispatches a command to
+    the handler keyed by `type(cmd.params)`, so `run` receives params of exactly that
+    class: `Handler(TaskCreateParams, handle_create)` type-checks only when
+    `handle_create` takes a TaskCreateParams."""
+
+    params: type[P]
+    run: Callable[[Command, P, TurnContext], ReportEntry]
+
+
+# One handler per params class. The values are Handler[Any]: each entry's own pairing of
+# class and function is what `Handler(...)` checked; a mapping cannot say it per key.
+HandlerTable = Mapping[type[Params], Handler[Any]]
+
+
+def handler_table(*handlers: Handler[Any]) -> HandlerTable:
+    """The table of `handlers`; a params class registered twice raises RuntimeError."""
+    table: dict[type[Params], Handler[Any]] = {}
+    for handler in handlers:
+        if handler.params in table:
+            raise RuntimeError(f"{handler.params.__name__} has two handlers")
+        table[handler.params] = handler
+    return table
+
+
+# ---- shared by the handler families --------------------------------------------------------
 
 
 def permission_refusal(ctx: TurnContext, permission: str, prefix: str) -> Msg | None:

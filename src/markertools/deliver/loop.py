@@ -1,8 +1,15 @@
-# Owns: `deliver_turn` — running one completed turn's plan against the ports: the
-# discards (TRN-3/4/5), one handler call per command through the registry, audit records
-# and the queued report. Together with the handlers (`deliver/handlers/`) this is the
-# only code that calls ports ("gather / decide / apply": handlers gather facts through
-# the context, call pure gates, apply outcomes through ports).
+# Owns: `deliver_turn` - running one completed turn's plan against the ports: the
+# discards (TRN-3/4/5), one handler call per command (found by its params' class through
+# the registry), audit records (TRN-7) and the report. Exactly-once (TRN-9) is not
+# decided here: the loop asks the turn's `TurnJournal` (deliver/once.py) for a replay, a
+# restored block, to run a block and to queue the report. Together with the handlers
+# (`deliver/handlers/`) this is the only code that calls ports ("gather / decide /
+# apply": handlers gather facts through the context, call pure gates, apply outcomes
+# through ports).
+#
+# Must never: name a kind (what a kind needs beyond its handler is a column of its row
+# in the kind table, parse/kinds.py: `replay`, `creates_task`); raise for anything a
+# block contains.
 #
 # Invariants:
 #   Rule 1: one ReportEntry per block (TRN-6): executed blocks in execution order, then
@@ -16,22 +23,16 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Final
 
 import attrs
 
-from markertools.deliver.codec import (
-    entry_from_json,
-    entry_to_json,
-    replayed,
-    report_from_json,
-    report_to_json,
-)
 from markertools.deliver.context import TurnContext, summarize_error
-from markertools.deliver.handlers.registry import HANDLERS
+from markertools.deliver.failures import log_turn, warn
+from markertools.deliver.handlers.registry import handler_for
+from markertools.deliver.once import TurnJournal
 from markertools.deliver.render import render_report
 from markertools.deliver.report import (
     DeliveryReport,
@@ -49,6 +50,8 @@ from markertools.domain.model import (
     sender_cancelled,
 )
 from markertools.domain.ports import Ports
+from markertools.parse.kinds import kind_of
+from markertools.parse.kindspec import param_text
 from markertools.parse.plan import Command, TurnPlan
 from markertools.text.msg import DEFAULT_LOCALE, Locale, Msg, msg
 
@@ -66,22 +69,6 @@ __all__ = [
 # for hours (5 task-polls and 2 wait-threads of up to 3600 s each).
 DEFAULT_DELIVERY_DEADLINE: Final[float] = 600.0
 MAX_TURN_ID_CHARS: Final[int] = 256
-REPORT_POSITION: Final[int] = -1  # the journal row of the queued report (TRN-9)
-FINISHED_POSITION: Final[int] = -2  # the journal row of the finished delivery's report
-# Kinds whose blocks only read (or only add to the report's follow-ups): on a resumed
-# delivery they run again instead of being journalled (TRN-9).
-RERUN_KINDS: Final[frozenset[str]] = frozenset(
-    {
-        "task-poll",
-        "wait-threads",
-        "task-list",
-        "todo-list",
-        "task-cost",
-        "quota-status",
-        "task-files",
-        "goal-convert",
-    }
-)
 SENDER_UNREADABLE: Final[str] = "sender-unreadable"  # additive TRN-10 codes: a redelivery
 JOURNAL_UNREADABLE: Final[str] = "journal-unreadable"  # may succeed, so never finished
 FINAL_DISCARDS: Final[frozenset[str]] = frozenset(c.value for c in NotDeliveredCode)
@@ -108,12 +95,12 @@ def _audit(ctx: TurnContext, entry: ReportEntry) -> ReportEntry:
 
 def _discard(
     ports: Ports,
+    journal: TurnJournal,
     sender_id: str,
     plan: TurnPlan | None,
     why: Msg,
     locale: str,
     code: str,
-    turn_id: str | None,
 ) -> DeliveryReport:
     """Nothing runs, nothing is queued; one audit record notes the discard and how many
     blocks the turn had (`plan` None: a goal / coordinator turn, never parsed, TRN-4).
@@ -137,37 +124,34 @@ def _discard(
     except (
         Exception
     ) as exc:  # nothing ran and nothing is queued; a failing audit cannot change that
-        _warn("audit", exc)
+        warn("audit", exc)
     report = DeliveryReport(
-        delivered=False, locale=locale, turn_id=turn_id, not_delivered=NotDelivered(code, why)
+        delivered=False,
+        locale=locale,
+        turn_id=journal.turn_id,
+        not_delivered=NotDelivered(code, why),
     )
-    journal = ports.journal if turn_id is not None else None
-    if journal is not None and turn_id is not None and code in FINAL_DISCARDS:
-        try:
-            journal.record_block(sender_id, turn_id, FINISHED_POSITION, report_to_json(report))
-        except Exception as exc:
-            _warn("journal.record_block", exc)
+    if code in FINAL_DISCARDS:  # TRN-9: discarded for good, so finished: a redelivery replays
+        journal.record_discard(report)
     return report
 
 
 def execute(cmd: Command, ctx: TurnContext) -> ReportEntry:
     """Run one command through its handler; an exception propagates (the caller rolls
     the block's transaction back and rejects it, TRN-8)."""
-    handler = HANDLERS.get(cmd.kind)
+    handler = handler_for(cmd)
     if handler is None:
         return ctx.rejected(cmd, None, msg("deliver.no_handler", kind=cmd.kind))
-    return with_notes(handler(cmd, ctx), cmd.notes)
+    return with_notes(handler.run(cmd, cmd.params, ctx), cmd.notes)
 
 
 def failed_entry(cmd: Command, ctx: TurnContext, exc: BaseException) -> ReportEntry:
-    """TRN-8: the block is rejected with the error summarised."""
-    _warn(f"{cmd.kind} (line {cmd.line})", exc)
-    target = getattr(cmd.params, "task_id", None)
-    entry = ctx.rejected(
-        cmd,
-        target if isinstance(target, str) else None,
-        msg("deliver.port_failed", error=summarize_error(exc)),
-    )
+    """TRN-8: the block is rejected with the error summarised, against the task its kind's
+    `target_field` names (when it has one)."""
+    warn(f"{cmd.kind} (line {cmd.line})", exc)
+    spec = kind_of(cmd.kind)
+    target = param_text(cmd.params, spec.target_field if spec is not None else None)
+    entry = ctx.rejected(cmd, target, msg("deliver.port_failed", error=summarize_error(exc)))
     return with_notes(entry, cmd.notes)
 
 
@@ -269,24 +253,18 @@ def deliver_turn(
     seconds = _check_deadline(deadline)
     stop = _cancel_signal(cancel)
     sender_id = sender if isinstance(sender, str) else sender.id
-    journal = ports.journal if turn_id is not None else None
-    applied: dict[int, str] = {}
-    if journal is not None and turn_id is not None:
-        try:
-            applied = dict(journal.block_entries(sender_id, turn_id))
-        except Exception as exc:
-            _warn("journal.block_entries", exc)
-            return _unsafe(sender_id, turn_id, locale, exc)
-        stored = applied.get(FINISHED_POSITION)
-        if stored is not None:
-            try:
-                return replayed(report_from_json(stored))
-            except ValueError as exc:
-                _warn("journal (a stored report is damaged)", exc)
+    try:  # TRN-9: what an earlier delivery of this turn id did, read once
+        journal = TurnJournal.read(ports.journal, sender_id, turn_id)
+    except Exception as exc:
+        warn("journal.block_entries", exc)
+        return _unsafe(sender_id, turn_id, locale, exc)
+    finished = journal.finished()
+    if finished is not None:  # TRN-9: the turn was delivered: its first report, replayed
+        return finished
     started = _clock_now(ports)
 
     def discard(plan: TurnPlan | None, why: Msg, code: str) -> DeliveryReport:
-        return _discard(ports, sender_id, plan, why, locale, code, turn_id)
+        return _discard(ports, journal, sender_id, plan, why, locale, code)
 
     # The sender is read first: a goal or coordinator sender's turn is never parsed
     # (TRN-4), whatever its outcome; any other discard still counts the turn's blocks.
@@ -328,6 +306,7 @@ def deliver_turn(
     if started is None and seconds is not None:  # the clock failed once: ask it again
         started = _clock_now(ports)
     deadline_at = None if seconds is None or started is None else started + seconds
+    journal.restore(plan)
     ctx = TurnContext(
         sender_task,
         ports,
@@ -337,120 +316,52 @@ def deliver_turn(
         deadline_at=deadline_at,
         deadline_seconds=seconds,
         cancel=stop,
+        journal=journal,
     )
-    restored = _restored_entries(applied, len(plan.commands))
-    ctx.restored_children = sum(
-        1
-        for index, entry in restored.items()
-        if plan.commands[index].kind == "task-create" and entry.outcome == "done"
-    )
-    entries: list[ReportEntry] = []
-    unrecorded = 0
-    for index, cmd in enumerate(plan.commands):
-        ctx.position = index
-        if index in restored:  # TRN-9: applied by an earlier delivery of this turn
-            entry = restored[index]
-            if cmd.kind == "task-create" and entry.outcome == "done" and entry.target:
-                ctx.register_created(getattr(cmd.params, "name", None), entry.target)  # VAL-8
-            entries.append(entry)
-            continue
-        if index > 0 and not ctx.cancelled:
-            # an unreadable sender does not stop the turn; its blocks report their own errors
-            with contextlib.suppress(Exception):
-                ctx.refresh_sender()
-        if ctx.cancelled:
-            entry = _audit(ctx, ctx.rejected(cmd, None, msg("deliver.sender_cancelled")))
-        elif journal is None or turn_id is None or cmd.kind in RERUN_KINDS:
-            entry = _audit(ctx, run_command(cmd, ctx))
-        else:
-            try:
-                with journal.atomic():  # the effect, its audit record and its journal row
-                    entry = _audit(ctx, execute(cmd, ctx))
-                    journal.record_block(sender_id, turn_id, index, entry_to_json(entry))
-            except Exception as exc:  # rolled back: a redelivery runs it again
-                entry = _audit(ctx, failed_entry(cmd, ctx, exc))
-                unrecorded += 1
-        entries.append(entry)
+    entries = [_block(index, cmd, ctx) for index, cmd in enumerate(plan.commands)]
     entries.extend(issue_entries(plan.issues))  # TRN-12: at most 50, the rest summarised
 
     message = render_report(tuple(entries), locale)
-    followups = (message, *ctx.followups_after_report)
     report = DeliveryReport(
         delivered=True,
         entries=tuple(entries),
         message=message,
-        followups=followups,
+        followups=(message, *ctx.followups_after_report),
         locale=locale,
         turn_id=turn_id,
     )
-    queued, error = _queue(ctx, report, applied.get(REPORT_POSITION), unrecorded)
+    queued, error = journal.queue_report(report, ports.followups)
     report = attrs.evolve(report, followups=queued, report_queued=error is None, report_error=error)
-    _log_turn(report, sender_id, started, _clock_now(ports))
+    log_turn(report, sender_id, started, _clock_now(ports))
     return report
 
 
-def _restored_entries(applied: Mapping[int, str], blocks: int) -> dict[int, ReportEntry]:
-    """The stored entries of the blocks an earlier delivery of this turn applied; a
-    damaged one is left out (its block runs again, its derived id recognised)."""
-    out: dict[int, ReportEntry] = {}
-    for index, stored in applied.items():
-        if 0 <= index < blocks:
-            try:
-                out[index] = entry_from_json(stored)
-            except ValueError as exc:
-                _warn("journal (a stored entry is damaged)", exc)
-    return out
+def _block(index: int, cmd: Command, ctx: TurnContext) -> ReportEntry:
+    """The entry of block `index`: restored when an earlier delivery of the turn applied
+    it (TRN-9), rejected once the sender is cancelled (TRN-5), else run - through the
+    turn's journal, which decides whether the run is journalled."""
+    journal = ctx.journal
+    restored = journal.restored(index)
+    if restored is not None:  # TRN-9: applied by an earlier delivery of this turn
+        ctx.restore(cmd, restored)  # VAL-8 / LIN-3: the task it created counts again
+        return restored
+    if index > 0 and not ctx.cancelled:
+        # an unreadable sender does not stop the turn; its blocks report their own errors
+        with contextlib.suppress(Exception):
+            ctx.refresh_sender()
+    if ctx.cancelled:
+        return _audit(ctx, ctx.rejected(cmd, None, msg("deliver.sender_cancelled")))
+    return journal.run(
+        index,
+        cmd,
+        lambda: _audit(ctx, execute(cmd, ctx)),
+        lambda exc: _audit(ctx, failed_entry(cmd, ctx, exc)),
+    )
 
 
-def _queue(
-    ctx: TurnContext, report: DeliveryReport, stored: str | None, unrecorded: int
-) -> tuple[tuple[str, ...], str | None]:
-    """Queue the report, then the "/goal" follow-up (TRN-6, GOA-2). With a turn id the
-    queueing is journalled like a block, in one transaction with the finished report
-    (TRN-9: once per turn); a turn with blocks that could not be recorded is not reported
-    yet. Returns (queued, None) or (queued so far, why the report is not queued)."""
-    journal, turn_id, task_id = ctx.ports.journal, ctx.turn_id, ctx.sender.id
-    followups = report.followups
-    if journal is None or turn_id is None:
-        queued: list[str] = []
-        for text in followups:
-            try:
-                ctx.ports.followups.enqueue_followup(task_id, text)
-            except Exception as exc:  # keep the queue's order: never "/goal" without its report
-                _warn("followups.enqueue_followup", exc)
-                return tuple(queued), summarize_error(exc)
-            queued.append(text)
-        return tuple(queued), None
-    if stored is not None:  # queued by an earlier delivery of this turn
-        try:
-            earlier = tuple(str(t) for t in json.loads(stored)["followups"])
-        except (ValueError, TypeError, KeyError):
-            earlier = followups
-        try:
-            body = report_to_json(attrs.evolve(report, followups=earlier))
-            journal.record_block(task_id, turn_id, FINISHED_POSITION, body)
-        except Exception as exc:  # the next delivery rebuilds it again
-            _warn("journal.record_block", exc)
-        return earlier, None
-    if unrecorded:
-        return (), (
-            f"{unrecorded} block(s) could not be recorded; the report is queued once every "
-            "block is: deliver the turn again with the same turn id"
-        )
-    try:
-        with journal.atomic():
-            for text in followups:
-                ctx.ports.followups.enqueue_followup(task_id, text)
-            body = json.dumps({"followups": list(followups)}, ensure_ascii=False)
-            journal.record_block(task_id, turn_id, REPORT_POSITION, body)
-            journal.record_block(task_id, turn_id, FINISHED_POSITION, report_to_json(report))
-    except Exception as exc:
-        _warn("followups.enqueue_followup", exc)
-        return (), summarize_error(exc) + " (deliver the turn again with the same turn id)"
-    return followups, None
-
-
-def _unsafe(sender_id: str, turn_id: str, locale: str, exc: BaseException) -> DeliveryReport:
+def _unsafe(
+    sender_id: str, turn_id: str | None, locale: str, exc: BaseException
+) -> DeliveryReport:
     """The journal can not be read: nothing runs (running could apply a block twice)."""
     why = msg("deliver.why_journal_unreadable", error=summarize_error(exc))
     return DeliveryReport(
@@ -466,39 +377,3 @@ def _clock_now(ports: Ports) -> float | None:
         return ports.clock.now()
     except Exception:
         return None
-
-
-def _warn(what: str, exc: BaseException) -> None:
-    """A WARNING per failing port call, with its summary (logger "markertools")."""
-    _logger().warning("port call failed: %s: %s", what, summarize_error(exc))
-
-
-def _log_turn(report: DeliveryReport, sender: str, start: float | None, end: float | None) -> None:
-    """One INFO record per delivered turn: sender, turn id, counts per outcome, ms."""
-    counts: dict[str, int] = {}
-    for e in report.entries:
-        counts[e.outcome] = counts.get(e.outcome, 0) + e.count
-    ms = (end - start) * 1000.0 if start is not None and end is not None else -1.0
-    _logger().info(
-        "delivered turn of %s (turn id %s): %s; report %s; %.1f ms",
-        sender,
-        report.turn_id,
-        ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no blocks",
-        "queued" if report.report_queued else f"NOT queued ({report.report_error})",
-        ms,
-    )
-
-
-_LOGGER: list[Any] = []
-
-
-def _logger() -> Any:
-    """The "markertools" logger, with a NullHandler (library convention: the embedding
-    application decides where records go). Made on first use, never at import."""
-    if not _LOGGER:
-        import logging
-
-        logger = logging.getLogger("markertools")
-        logger.addHandler(logging.NullHandler())
-        _LOGGER.append(logger)
-    return _LOGGER[0]

@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from markertools.domain.change import TaskChange
 from markertools.domain.model import (
     Attempt,
     AuditRecord,
@@ -165,10 +166,15 @@ class TaskStore(Protocol):
         ...
 
     def transition_task(
-        self, task_id: str, expected_status: str, changes: Mapping[str, object]
+        self, task_id: str, expected_status: str, changes: TaskChange | Mapping[str, object]
     ) -> Task | None:
-        """Compare-and-set: apply `changes` (field -> value, may include `status`) only if the
-        row exists and its status is `expected_status`; return the new row, else None."""
+        """Compare-and-set: apply `changes` (a `TaskChange`, may include `status`) only if
+        the row exists and its status is `expected_status`; return the new row, else None.
+
+        A field -> value mapping is accepted too (older callers): it goes through
+        `TaskChange.of`, so a field a transition cannot change raises ValueError naming it
+        before anything changes. The core passes TaskChange values only; a TaskChange is
+        itself a read-only mapping of the fields it sets."""
         ...
 
     def list_tasks(

@@ -1,8 +1,11 @@
 # Owns: THE kind table (docs/rules.md, the kind rules): every marker kind's canonical name, aliases,
 # per-turn cap, body fields (types, limits, clamps, aliases of fields), kind-level
-# rules, its params class, a one-line summary and one example body. The parser
-# (`validate`, `turn`), the agent guide (`guide`) and the JSON Schemas
-# (`schema`) all read this one table; adding a kind is adding a row here.
+# rules, its params class, a one-line summary and one example body, and what delivery
+# needs to know of it beyond its handler: whether a resumed delivery reruns or journals
+# its blocks (TRN-9) and whether it creates a task (LIN-3, VAL-8). The parser
+# (`validate`, `turn`), the agent guide (`guide`), the JSON Schemas (`schema`) and the
+# delivery loop all read this one table; adding a kind is adding a row here and one
+# handler keyed by the row's params class (`deliver/handlers/`).
 #
 # Must never: contain code paths for a kind (kind-level rules are named here and
 # implemented once in `validate`), do I/O, or be edited without the guide example
@@ -13,6 +16,9 @@
 #   Rule 2: every name and alias maps to exactly one kind (checked at import).
 #   Rule 3: every `FieldSpec.name` with `param=True` is an attribute of the kind's
 #           params class (checked at import), and defaults come from that class.
+#   Rule 4: every params class belongs to one row (delivery dispatches on it); a kind
+#           that creates a task is journalled, and its `task_name_field` is one of its
+#           text fields (checked at import).
 from __future__ import annotations
 
 from typing import Final
@@ -85,6 +91,7 @@ KINDS: Final[tuple[KindSpec, ...]] = (
         "parse.sum.task-create",
         '{"name": "date-tests", "prompt": "Add unit tests for src/dates.py and make them pass.", '
         '"effort": "medium"}',
+        creates_task=True, task_name_field="name",
     ),
     KindSpec(
         "todo-create", (), 5, TodoCreateParams, _todo_fields(update=False),
@@ -139,6 +146,7 @@ KINDS: Final[tuple[KindSpec, ...]] = (
         ),
         "parse.sum.task-list",
         '{"status": "failed", "q": "login", "limit": 20}',
+        replay="rerun",
     ),
     KindSpec(
         "todo-list", (), 5, TodoListParams,
@@ -148,23 +156,27 @@ KINDS: Final[tuple[KindSpec, ...]] = (
         ),
         "parse.sum.todo-list",
         '{"status": "pending", "q": "docs"}',
+        replay="rerun",
     ),
     KindSpec(
         "task-cost", (), 5, TaskCostParams, (_task_id(),),
         "parse.sum.task-cost",
         '{"task_id": "t-1234"}',
+        replay="rerun",
     ),
     KindSpec(
         "quota-status", (), 5, QuotaStatusParams, (),
         "parse.sum.quota-status",
         "{}",
         ignore_all_fields=True,
+        replay="rerun",
     ),
     KindSpec(
         "task-files", (), 5, TaskFilesParams,
         (_task_id(), FieldSpec("path", "text", "parse.doc.path", empty_is_absent=True)),
         "parse.sum.task-files",
         '{"task_id": "t-1234", "path": "reports/summary.md"}',
+        replay="rerun",
     ),
     KindSpec(
         "task-poll", ("task-read", "read-thread", "read_thread"), 5, TaskPollParams,
@@ -178,6 +190,7 @@ KINDS: Final[tuple[KindSpec, ...]] = (
         "parse.sum.task-poll",
         '{"task_id": "t-1234", "wait_seconds": 60}',
         post_rules=("fold_wait_seconds",),
+        replay="rerun",
     ),
     KindSpec(
         "wait-threads", ("wait_threads",), 2, WaitThreadsParams,
@@ -192,6 +205,7 @@ KINDS: Final[tuple[KindSpec, ...]] = (
         ),
         "parse.sum.wait-threads",
         '{"task_ids": ["t-1234", "t-1235"], "timeout_seconds": 600}',
+        replay="rerun",
     ),
     KindSpec(
         "goal-convert", (), 1, GoalConvertParams,
@@ -203,6 +217,7 @@ KINDS: Final[tuple[KindSpec, ...]] = (
         "parse.sum.goal-convert",
         '{"goal": "Keep fixing the failing tests until the whole suite passes."}',
         guide_note="parse.guide.note.goal-convert",
+        replay="rerun",
     ),
 )  # fmt: skip
 
@@ -228,6 +243,14 @@ def _check_table() -> None:
         for field in kind.fields:
             if field.param and field.name not in attributes:
                 raise RuntimeError(f"{kind.name}: {field.name} is not a params field")
+        if kind.creates_task and kind.replay != "journal":
+            raise RuntimeError(f"{kind.name}: a kind that creates a task must be journalled")
+        if kind.task_name_field is not None:
+            named = [f for f in kind.fields if f.name == kind.task_name_field and f.param]
+            if not kind.creates_task or not named or named[0].kind != "text":
+                raise RuntimeError(f"{kind.name}: task_name_field must be a text params field")
+    if len({kind.params for kind in KINDS}) != len(KINDS):
+        raise RuntimeError("a params class belongs to two kinds of the kind table")
 
 
 _check_table()

@@ -1,7 +1,8 @@
 # Owns: the shapes of the kind table (`FieldSpec`, `KindSpec`) and the derived facts
 # every consumer of the table needs (defaults read from the params classes, the
-# "expected" description of a field), and `per_kind`, the cache of what a consumer
-# derives from a kind once. The table itself lives in `kinds.py`.
+# "expected" description of a field, what a resumed delivery does with a block (TRN-9),
+# which field names a created task (VAL-8)), and `per_kind`, the cache of what a
+# consumer derives from a kind once. The table itself lives in `kinds.py`.
 #
 # Must never: hold a kind-specific rule (those are rows in `kinds.py` or named
 # post-rules in `validate.py`), do I/O, or raise on any input.
@@ -32,6 +33,13 @@ FieldKind = Literal[
     "bool",  # true / false only
     "forbidden",  # must be absent or null (goal-convert's verify_command, ...)
 ]
+
+# TRN-9: what a delivery resumed after a crash does with a block an earlier delivery of
+# the turn already ran: "journal" - the block's effect, audit record and journal row were
+# written in one transaction, so its journalled entry stands and it never runs twice;
+# "rerun" - the kind only reads (or only adds to the report's follow-ups), nothing is
+# journalled, and it simply runs again.
+Replay = Literal["journal", "rerun"]
 
 INT64: Final[tuple[int, int]] = (-(2**63), 2**63 - 1)
 
@@ -79,10 +87,21 @@ class KindSpec:
     post_rules: tuple[str, ...] = ()  # named kind-level rules applied in `validate`
     ignore_all_fields: bool = False  # QUO-1: every field is ignored (and reported)
     guide_note: str = ""  # catalogue key: a kind-level rule the guide spells out
+    replay: Replay = "journal"  # TRN-9 (see `Replay`); an effect is journalled by default
+    # a done entry's target is a task the block created: on a resumed delivery it counts
+    # among this turn's children (LIN-3) and its @NAME resolves again (VAL-8)
+    creates_task: bool = False
+    task_name_field: str | None = None  # VAL-8: the text field naming the created task
 
     @property
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
+
+    @property
+    def target_field(self) -> str | None:
+        """The params field naming the task a block of this kind is reported against
+        when its handler fails (TRN-8): `task_id` when the kind has one."""
+        return "task_id" if any(f.name == "task_id" and f.param for f in self.fields) else None
 
     def field(self, name: str) -> FieldSpec:
         for f in self.fields:
@@ -135,6 +154,16 @@ def _default(kind: KindSpec, field: FieldSpec) -> object:
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
         return None
     return default
+
+
+def param_text(params: object, field: str | None) -> str | None:
+    """The value of the params field named by a table column (`task_name_field`,
+    `target_field`) when it holds a string; None without such a field or value. The one
+    place delivery reads a field by its name from the table rather than by type."""
+    if field is None:
+        return None
+    value = getattr(params, field, None)
+    return value if isinstance(value, str) else None
 
 
 def expected(field: FieldSpec) -> Msg:

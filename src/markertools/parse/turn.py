@@ -60,7 +60,7 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
                 continue
             reason = result
         issues.append(BlockIssue(kind.name, block.line, outcome, reason))
-        _collect_create_name(kind.name, block.body, unexecuted_names)
+        _collect_create_name(kind, block.body, unexecuted_names)
     commands.sort(key=lambda item: (item[0], item[1]))
     return TurnPlan(tuple(c for _, _, c in commands), tuple(issues), tuple(unexecuted_names))
 
@@ -74,17 +74,19 @@ def _over_cap(kind: KindSpec) -> tuple[str, tuple[tuple[str, MsgArg], ...]]:
     return "parse.over_cap", fixed
 
 
-def _collect_create_name(kind: str, body: str, names: list[str]) -> None:
-    """VAL-8: remember the name of a task-create block that will not run, when its body
-    still reads as a JSON object with a string `name` (lenient: it only feeds ambiguity)."""
-    if kind != "task-create" or len(body) > MAX_BODY_CHARS or '"name"' not in body:
+def _collect_create_name(kind: KindSpec, body: str, names: list[str]) -> None:
+    """VAL-8: remember the name of a block creating a task (task-create) that will not
+    run, when its body still reads as a JSON object with a string name in the kind's
+    `task_name_field` (lenient: it only feeds ambiguity)."""
+    field = kind.task_name_field
+    if field is None or len(body) > MAX_BODY_CHARS or f'"{field}"' not in body:
         return
     try:
         value = json.loads(body)
     except Exception:  # anything unreadable simply has no name to remember
         return
-    if isinstance(value, dict) and isinstance(value.get("name"), str):
-        names.append(value["name"])
+    if isinstance(value, dict) and isinstance(value.get(field), str):
+        names.append(value[field])
 
 
 def parse_turn(text: str) -> TurnPlan:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from markertools import TASK_STATUSES, TODO_STATUSES, Task, Todo, refuse_bad_status
+from markertools import TASK_STATUSES, TODO_STATUSES, Task, TaskChange, Todo, refuse_bad_status
 from markertools_adapters._sql._codec import RecordCodec, Tables, quote
 from markertools_adapters._sql._dialect import Database, Statement
 
@@ -121,11 +121,12 @@ class TaskRows:
         insert_new(self._db, self._tables.tasks, task, "task")
 
     def transition_task(
-        self, task_id: str, expected_status: str, changes: Mapping[str, object]
+        self, task_id: str, expected_status: str, changes: TaskChange | Mapping[str, object]
     ) -> Task | None:
-        if "status" in changes:
-            refuse_bad_status("task", changes["status"], TASK_STATUSES)
-        return compare_and_set(self._db, self._tables.tasks, task_id, expected_status, changes)
+        fields = TaskChange.of(changes).to_mapping()  # an unknown field raises here
+        if "status" in fields:
+            refuse_bad_status("task", fields["status"], TASK_STATUSES)
+        return compare_and_set(self._db, self._tables.tasks, task_id, expected_status, fields)
 
 
 class TodoRows:

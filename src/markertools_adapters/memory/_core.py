@@ -29,6 +29,7 @@ from markertools import (
     Project,
     Quota,
     Task,
+    TaskChange,
     TaskListing,
     is_priced,
     refuse_bad_status,
@@ -36,7 +37,6 @@ from markertools import (
 from markertools_adapters.memory._state import MemoryState, compare_and_set
 from markertools_adapters.world import World
 
-_TASK_FIELDS = frozenset(attrs.fields_dict(Task)) - {"id"}
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -85,14 +85,12 @@ class CoreMixin:
             self._state.tasks[task.id] = task
 
     def transition_task(
-        self, task_id: str, expected_status: str, changes: Mapping[str, object]
+        self, task_id: str, expected_status: str, changes: TaskChange | Mapping[str, object]
     ) -> Task | None:
-        unknown = set(changes) - _TASK_FIELDS
-        if unknown:
-            raise ValueError(f"cannot change task field(s) {sorted(unknown)}")
-        if "status" in changes:
-            refuse_bad_status("task", changes["status"], TASK_STATUSES)
-        return compare_and_set(self._state, self._state.tasks, task_id, expected_status, changes)
+        fields = TaskChange.of(changes).to_mapping()  # an unknown field raises here
+        if "status" in fields:
+            refuse_bad_status("task", fields["status"], TASK_STATUSES)
+        return compare_and_set(self._state, self._state.tasks, task_id, expected_status, fields)
 
     def list_tasks(
         self, project_id: str, *, status: str | None, q: str | None, limit: int

@@ -1,5 +1,7 @@
 """markertools.deliver.handlers — one module per kind family (tasks, read, todos,
-automations, files, goal), each exporting `HANDLERS`; `registry` merges them.
+automations, files, goal), each exporting `HANDLERS`: one `Handler(ParamsClass,
+function)` per kind, keyed by the params class the kind table names for it;
+`registry` merges them and finds the handler of a command by its params' class.
 
 May import: `markertools.deliver.context` and the layers below it. A handler never
 imports another handler, the registry or the delivery loop.

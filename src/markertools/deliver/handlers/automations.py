@@ -21,11 +21,18 @@
 #           again past the names now taken, at most NAME_ATTEMPTS times.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import attrs
 
-from markertools.deliver.context import new_id, permission_refusal
+from markertools.deliver.context import (
+    Handler,
+    HandlerTable,
+    TurnContext,
+    handler_table,
+    new_id,
+    permission_refusal,
+)
 from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
 from markertools.domain.model import Automation
@@ -36,17 +43,13 @@ from markertools.parse.params import AutomationCreateParams
 from markertools.parse.plan import Command
 from markertools.text.msg import Msg, msg
 
-if TYPE_CHECKING:
-    from markertools.deliver.context import Handler, TurnContext
-
-KIND: Final[str] = "automation-create"
 SENDER_ID_CHARS: Final[int] = 8
 NAME_ATTEMPTS: Final[int] = 3  # Rule 5: inserts tried with a generated name
 
 
 def block_position(cmd: Command, commands: tuple[Command, ...]) -> int:
-    """1-based position of `cmd` among the turn's automation-create commands."""
-    same_kind = [c for c in commands if c.kind == KIND]
+    """1-based position of `cmd` among the turn's commands of its kind (automation-create)."""
+    same_kind = [c for c in commands if c.kind == cmd.kind]
     for index, other in enumerate(same_kind, start=1):
         if other is cmd:
             return index
@@ -69,9 +72,9 @@ def _when(epoch: float) -> Msg:
     return msg("automations.when", epoch=whole_seconds(epoch), iso=shanghai_iso(epoch))
 
 
-def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    params = cmd.params
-    assert isinstance(params, AutomationCreateParams)
+def handle_automation_create(
+    cmd: Command, params: AutomationCreateParams, ctx: TurnContext
+) -> ReportEntry:
     refusal = permission_refusal(ctx, "create_task", "automations")
     if refusal is not None:
         return ctx.rejected(cmd, None, refusal)
@@ -122,9 +125,7 @@ def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
     )
     # TRN-9: with a turn id the id is derived; one that exists was created by an
     # earlier delivery of this turn (its block unrecorded): recognised, not created again
-    known = ctx.turn_id is not None and (
-        ctx.ports.automations.get_automation(automation.id) is not None
-    )
+    known = ctx.created_earlier(ctx.ports.automations.get_automation, automation.id)
     for attempt in range(1, 0 if known else NAME_ATTEMPTS + 1):
         try:
             ctx.ports.automations.insert_automation(automation)
@@ -157,4 +158,6 @@ def handle_automation_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
     return ctx.done(cmd, automation.id, result)
 
 
-HANDLERS: dict[str, Handler] = {KIND: handle_automation_create}
+HANDLERS: Final[HandlerTable] = handler_table(
+    Handler(AutomationCreateParams, handle_automation_create)
+)

@@ -19,8 +19,9 @@
 #   Rule 4: listings and file text are data another task wrote: always framed.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
+from markertools.deliver.context import Handler, HandlerTable, TurnContext, handler_table
 from markertools.deliver.paths import check_relative_path, display_name
 from markertools.deliver.report import ReportEntry
 from markertools.domain.decision import Allowed, Decision, Denied, PermissionAnswer
@@ -28,11 +29,8 @@ from markertools.domain.model import Task, same_creator
 from markertools.domain.ports import FileListing, FileRefused, FileText
 from markertools.inject.framing import frame_data
 from markertools.parse.params import TaskFilesParams
+from markertools.parse.plan import Command
 from markertools.text.msg import Msg, msg
-
-if TYPE_CHECKING:
-    from markertools.deliver.context import Handler, TurnContext
-    from markertools.parse.plan import Command
 
 MAX_FILE_CHARS: Final[int] = 20000  # FIL-4
 LIST_LIMIT: Final[int] = 50  # FIL-3
@@ -127,10 +125,7 @@ def _file_result(answer: FileText, task: str, ctx: TurnContext) -> Msg:
     return msg("files.file", path=path, task=task, size=size, data=framed.text)
 
 
-def handle_task_files(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    params = cmd.params
-    if not isinstance(params, TaskFilesParams):  # a plan built by hand with wrong params
-        return ctx.rejected(cmd, None, msg("deliver.no_handler", kind=cmd.kind))
+def handle_task_files(cmd: Command, params: TaskFilesParams, ctx: TurnContext) -> ReportEntry:
     ref = ctx.resolve_task_id(params.task_id)
     if isinstance(ref, Msg):
         return ctx.rejected(cmd, params.task_id, ref)
@@ -169,4 +164,4 @@ def handle_task_files(cmd: Command, ctx: TurnContext) -> ReportEntry:
     return ctx.done(cmd, ref, _file_result(answer, task, ctx))
 
 
-HANDLERS: dict[str, Handler] = {"task-files": handle_task_files}
+HANDLERS: Final[HandlerTable] = handler_table(Handler(TaskFilesParams, handle_task_files))

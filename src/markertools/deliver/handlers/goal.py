@@ -5,10 +5,12 @@
 #
 # Invariants:
 #   Rule 1: the follow-up text is exactly "/goal " + the goal, verbatim.
-#   Rule 2: it is queued after the report (TurnContext.followups_after_report), never before.
+#   Rule 2: it is queued after the report (TurnContext.queue_after_report), never before.
 from __future__ import annotations
 
-from markertools.deliver.context import Handler, TurnContext
+from typing import Final
+
+from markertools.deliver.context import Handler, HandlerTable, TurnContext, handler_table
 from markertools.deliver.report import ReportEntry
 from markertools.parse.params import GoalConvertParams
 from markertools.parse.plan import Command
@@ -17,11 +19,9 @@ from markertools.text.msg import msg
 GOAL_PREFIX = "/goal "
 
 
-def handle_goal_convert(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, GoalConvertParams)
-    ctx.followups_after_report.append(GOAL_PREFIX + p.goal)
+def handle_goal_convert(cmd: Command, p: GoalConvertParams, ctx: TurnContext) -> ReportEntry:
+    ctx.queue_after_report(GOAL_PREFIX + p.goal)
     return ctx.done(cmd, None, msg("tasks.goal_queued", chars=len(p.goal)))
 
 
-HANDLERS: dict[str, Handler] = {"goal-convert": handle_goal_convert}
+HANDLERS: Final[HandlerTable] = handler_table(Handler(GoalConvertParams, handle_goal_convert))

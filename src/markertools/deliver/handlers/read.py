@@ -19,10 +19,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 import attrs
 
-from markertools.deliver.context import Handler, TurnContext, summarize_error
+from markertools.deliver.context import (
+    Handler,
+    HandlerTable,
+    TurnContext,
+    handler_table,
+    summarize_error,
+)
 from markertools.deliver.gates import cost_gate, permission_gate, quota_user, read_target_gate
 from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
@@ -129,9 +136,7 @@ def final_state(ctx: TurnContext, task: Task, watched: _Watch, timeout: float) -
 # ---- task-poll ---------------------------------------------------------------------------
 
 
-def handle_poll(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, TaskPollParams)
+def handle_poll(cmd: Command, p: TaskPollParams, ctx: TurnContext) -> ReportEntry:
     resolved = ctx.resolve_task_id(p.task_id)
     if isinstance(resolved, Msg):
         return ctx.rejected(cmd, shown(p.task_id), resolved)
@@ -163,9 +168,7 @@ def handle_poll(cmd: Command, ctx: TurnContext) -> ReportEntry:
 # ---- wait-threads ------------------------------------------------------------------------
 
 
-def handle_wait(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, WaitThreadsParams)
+def handle_wait(cmd: Command, p: WaitThreadsParams, ctx: TurnContext) -> ReportEntry:
     ids: list[str] = []
     for raw in p.task_ids:
         resolved = ctx.resolve_task_id(raw)
@@ -236,9 +239,7 @@ def handle_wait(cmd: Command, ctx: TurnContext) -> ReportEntry:
 # ---- task-list ---------------------------------------------------------------------------
 
 
-def handle_list(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, TaskListParams)
+def handle_list(cmd: Command, p: TaskListParams, ctx: TurnContext) -> ReportEntry:
     granted = permission_gate(ctx.permission("read"), ctx.sender, "read")
     if isinstance(granted, Denied):
         return ctx.rejected(cmd, None, granted.reason)
@@ -311,9 +312,7 @@ def usd(value: float) -> str:
     return f"${whole}.{frac.ljust(2, '0')}"
 
 
-def handle_cost(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, TaskCostParams)
+def handle_cost(cmd: Command, p: TaskCostParams, ctx: TurnContext) -> ReportEntry:
     resolved = ctx.resolve_task_id(p.task_id)
     if isinstance(resolved, Msg):
         return ctx.rejected(cmd, shown(p.task_id), resolved)
@@ -369,9 +368,7 @@ def _read_answer(ctx: TurnContext, reader: Task) -> PermissionAnswer:
         return PermissionAnswer.failure("read", summarize_error(exc))
 
 
-def handle_quota(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, QuotaStatusParams)
+def handle_quota(cmd: Command, p: QuotaStatusParams, ctx: TurnContext) -> ReportEntry:
     parent = None
     if ctx.sender.created_by is None and ctx.sender.parent_task_id is not None:
         parent = ctx.ports.tasks.get_task(ctx.sender.parent_task_id)
@@ -413,10 +410,10 @@ def handle_quota(cmd: Command, ctx: TurnContext) -> ReportEntry:
     return ctx.done(cmd, None, join_sections(parts, "\n"))
 
 
-HANDLERS: dict[str, Handler] = {
-    "task-poll": handle_poll,
-    "wait-threads": handle_wait,
-    "task-list": handle_list,
-    "task-cost": handle_cost,
-    "quota-status": handle_quota,
-}
+HANDLERS: Final[HandlerTable] = handler_table(
+    Handler(TaskPollParams, handle_poll),
+    Handler(WaitThreadsParams, handle_wait),
+    Handler(TaskListParams, handle_list),
+    Handler(TaskCostParams, handle_cost),
+    Handler(QuotaStatusParams, handle_quota),
+)

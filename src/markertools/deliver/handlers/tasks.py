@@ -5,18 +5,30 @@
 # Invariants:
 #   Rule 1: nothing changes unless the gate allowed it; a rejection changes nothing.
 #   Rule 2: cancel and retry change a task only through the store's compare-and-set on
-#           the status the gate read; losing the race rejects "changed meanwhile".
+#           the status the gate read, with a typed `TaskChange` (never a dict); losing
+#           the race rejects "changed meanwhile".
 #   Rule 3: a new task is always a normal task of the sender's project: never a goal or
 #           coordinator task, never with a worktree or host of its own (CRE-2).
 #   Rule 4: cancel never touches the sender's other children and create never touches
 #           the sender (CRE-4).
 from __future__ import annotations
 
-from markertools.deliver.context import Handler, TurnContext, summarize_error
+from typing import Final
+
+import attrs
+
+from markertools.deliver.context import (
+    Handler,
+    HandlerTable,
+    TurnContext,
+    handler_table,
+    summarize_error,
+)
 from markertools.deliver.gates import CONTROL_PERMISSION, ControlAction, control_gate, create_gate
 from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
 from markertools.deliver.snapshot import join_sections
+from markertools.domain.change import TaskChange
 from markertools.domain.decision import Allowed, Denied
 from markertools.domain.model import Task
 from markertools.parse.params import TaskCancelParams, TaskCreateParams, TaskRetryParams
@@ -48,9 +60,7 @@ def build_child(ctx: TurnContext, params: TaskCreateParams, task_id: str) -> Tas
     )
 
 
-def handle_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, TaskCreateParams)
+def handle_create(cmd: Command, p: TaskCreateParams, ctx: TurnContext) -> ReportEntry:
     permission = ctx.permission("create_task")
     if permission.granted:  # the per-turn facts (each read at most once per turn)
         exhausted = ctx.quota_exhausted()
@@ -111,7 +121,7 @@ def _gate_control(
 
 
 def _transition(
-    cmd: Command, ctx: TurnContext, target: Task, changes: dict[str, object]
+    cmd: Command, ctx: TurnContext, target: Task, changes: TaskChange
 ) -> Task | ReportEntry:
     """Rule 2: compare-and-set on the status the gate read; a lost race rejects."""
     updated = ctx.ports.tasks.transition_task(target.id, target.status, changes)
@@ -130,20 +140,14 @@ def _with_note(result: Msg, allowed: Allowed) -> Msg:
     return join_sections([result, msg("tasks.note_allowed", note=allowed.note)], "\n")
 
 
-def handle_cancel(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, TaskCancelParams)
+def handle_cancel(cmd: Command, p: TaskCancelParams, ctx: TurnContext) -> ReportEntry:
     gated = _gate_control("cancel", cmd, ctx, p.task_id)
     if isinstance(gated, ReportEntry):
         return gated
     target, allowed = gated
     reason = msg("tasks.interrupted_reason", sender=ctx.sender.id, line=cmd.line)
-    updated = _transition(
-        cmd,
-        ctx,
-        target,
-        {"status": "interrupted", "interrupted_reason": reason.render(DEFAULT_LOCALE)},
-    )
+    change = TaskChange(status="interrupted", interrupted_reason=reason.render(DEFAULT_LOCALE))
+    updated = _transition(cmd, ctx, target, change)
     if isinstance(updated, ReportEntry):
         return updated
     result = msg(
@@ -173,32 +177,28 @@ def _kill(ctx: TurnContext, task: Task) -> Msg:
     return msg("tasks.kill_none_plain")
 
 
-RETRY_CLEARS: dict[str, object] = {
-    "status": "queued",
-    "result_text": None,
-    "error_text": None,
-    "actual_model": None,
-}
+# CTL-3: a retry requeues and clears exactly these; everything else stays as it is
+RETRY_CLEARS: Final[TaskChange] = TaskChange(
+    status="queued", result_text=None, error_text=None, actual_model=None
+)
 
 
-def handle_retry(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    p = cmd.params
-    assert isinstance(p, TaskRetryParams)
+def handle_retry(cmd: Command, p: TaskRetryParams, ctx: TurnContext) -> ReportEntry:
     gated = _gate_control("retry", cmd, ctx, p.task_id)
     if isinstance(gated, ReportEntry):
         return gated
     target, allowed = gated
     # ATT-4: ledger rows so far belong to runs before this manual retry (no preamble)
-    changes = dict(RETRY_CLEARS, retried_after_attempt=target.auto_resume_count)
-    updated = _transition(cmd, ctx, target, changes)
+    change = attrs.evolve(RETRY_CLEARS, retried_after_attempt=target.auto_resume_count)
+    updated = _transition(cmd, ctx, target, change)
     if isinstance(updated, ReportEntry):
         return updated
     result = msg("tasks.retried", id=shown(target.id), old=target.status)
     return ctx.done(cmd, target.id, _with_note(result, allowed))
 
 
-HANDLERS: dict[str, Handler] = {
-    "task-create": handle_create,
-    "task-cancel": handle_cancel,
-    "task-retry": handle_retry,
-}
+HANDLERS: Final[HandlerTable] = handler_table(
+    Handler(TaskCreateParams, handle_create),
+    Handler(TaskCancelParams, handle_cancel),
+    Handler(TaskRetryParams, handle_retry),
+)

@@ -15,9 +15,16 @@
 #           ids and other values echoed in a result or reason are escaped onto one line.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from markertools.deliver.context import new_id, permission_refusal
+from markertools.deliver.context import (
+    Handler,
+    HandlerTable,
+    TurnContext,
+    handler_table,
+    new_id,
+    permission_refusal,
+)
 from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
 from markertools.domain.model import TODO_STATUSES, UNFINISHED_TODO_STATUSES, Todo
@@ -27,9 +34,6 @@ from markertools.inject.framing import frame_data
 from markertools.parse.params import TodoCreateParams, TodoListParams, TodoUpdateParams
 from markertools.parse.plan import Command
 from markertools.text.msg import Msg, MsgArg, msg
-
-if TYPE_CHECKING:
-    from markertools.deliver.context import Handler, TurnContext
 
 LIST_LIMIT: Final[int] = 20  # TDL-3
 LIST_TITLE_CHARS: Final[int] = 500
@@ -67,9 +71,7 @@ def _listed_row(todo: Todo) -> str:
     return f"- {one_line(todo.id, 200)} [{todo.status}, {todo.priority}] {title}"
 
 
-def handle_todo_list(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    params = cmd.params
-    assert isinstance(params, TodoListParams)
+def handle_todo_list(cmd: Command, params: TodoListParams, ctx: TurnContext) -> ReportEntry:
     refusal = permission_refusal(ctx, "read", "todos")
     if refusal is not None:
         return ctx.rejected(cmd, None, refusal)
@@ -103,9 +105,7 @@ def handle_todo_list(cmd: Command, ctx: TurnContext) -> ReportEntry:
     return ctx.done(cmd, None, result)
 
 
-def handle_todo_create(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    params = cmd.params
-    assert isinstance(params, TodoCreateParams)
+def handle_todo_create(cmd: Command, params: TodoCreateParams, ctx: TurnContext) -> ReportEntry:
     refusal = permission_refusal(ctx, "create_task", "todos")
     if refusal is not None:
         return ctx.rejected(cmd, None, refusal)
@@ -153,9 +153,16 @@ def _shown(value: object, name: str = "") -> MsgArg:
 def update_changes(todo: Todo, params: TodoUpdateParams, now: float) -> dict[str, object]:
     """TDU-1/3: the fields the block sets (None = untouched), plus completed_at when the
     status enters or leaves `completed`."""
-    changes: dict[str, object] = {
-        name: getattr(params, name) for name in _UPDATE_FIELDS if getattr(params, name) is not None
+    given: dict[str, object] = {
+        "title": params.title,
+        "description": params.description,
+        "status": params.status,
+        "priority": params.priority,
+        "due_at": params.due_at,
+        "task_id": params.task_id,
+        "sort_order": params.sort_order,
     }
+    changes = {name: value for name, value in given.items() if value is not None}
     new_status = params.status
     if new_status is not None:
         if new_status == "completed" and todo.status != "completed":
@@ -165,9 +172,7 @@ def update_changes(todo: Todo, params: TodoUpdateParams, now: float) -> dict[str
     return changes
 
 
-def handle_todo_update(cmd: Command, ctx: TurnContext) -> ReportEntry:
-    params = cmd.params
-    assert isinstance(params, TodoUpdateParams)
+def handle_todo_update(cmd: Command, params: TodoUpdateParams, ctx: TurnContext) -> ReportEntry:
     refusal = permission_refusal(ctx, "create_task", "todos")
     if refusal is not None:
         return ctx.rejected(cmd, params.id, refusal)
@@ -205,8 +210,8 @@ def handle_todo_update(cmd: Command, ctx: TurnContext) -> ReportEntry:
     return ctx.done(cmd, todo.id, msg("todos.updated", id=shown(todo.id), changes=described))
 
 
-HANDLERS: dict[str, Handler] = {
-    "todo-list": handle_todo_list,
-    "todo-create": handle_todo_create,
-    "todo-update": handle_todo_update,
-}
+HANDLERS: Final[HandlerTable] = handler_table(
+    Handler(TodoListParams, handle_todo_list),
+    Handler(TodoCreateParams, handle_todo_create),
+    Handler(TodoUpdateParams, handle_todo_update),
+)

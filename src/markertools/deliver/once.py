@@ -1,0 +1,250 @@
+# Owns: exactly-once delivery (TRN-9), all of its bookkeeping, in `TurnJournal`: reading
+# the delivery journal for (sender, turn id) once; the finished report a replay returns;
+# the entries of the blocks an earlier delivery of the turn applied, and how many tasks
+# they created (LIN-3); running a block with its effect, audit record and journal row in
+# one transaction - or simply again, for a kind whose row says `replay="rerun"`; ids
+# derived from (sender, turn id, position) and recognising what an unrecorded earlier
+# delivery created; and queueing the report once, journalled with the finished report.
+# The delivery loop calls it; the handlers reach the derived ids through the TurnContext.
+#
+# Must never: run a block whose journalled entry was read; queue the report of a turn
+# with an unrecorded block; raise for a journal write that fails (the block is rejected,
+# or the report left unqueued, with the reason: TRN-8); know a kind by its name (what a
+# kind needs is a column of its row in the kind table).
+#
+# Invariants:
+#   Rule 1: without a turn id nothing is read or written here: every block runs and the
+#           report is queued as is (the caller opted out of TRN-9).
+#   Rule 2: journal rows for (sender, turn id): a block's entry at its position >= 0,
+#           the queued follow-ups at REPORT_POSITION and the finished report at
+#           FINISHED_POSITION; the last two in the transaction that queues the report.
+#   Rule 3: a damaged stored entry is left out (its block runs again and its derived id
+#           is recognised); a damaged finished report is not replayed (the turn resumes).
+#   Rule 4: a turn discarded for good (`record_discard`) is finished too: a redelivery
+#           replays its report.
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, Final
+
+import attrs
+
+from markertools.deliver.codec import (
+    entry_from_json,
+    entry_to_json,
+    replayed,
+    report_from_json,
+    report_to_json,
+)
+from markertools.deliver.failures import summarize_error, warn
+from markertools.deliver.report import DeliveryReport, ReportEntry
+from markertools.domain.ports import DeliveryJournal, FollowupQueue
+from markertools.parse.kinds import kind_of
+from markertools.parse.plan import Command, TurnPlan
+
+REPORT_POSITION: Final[int] = -1  # the journal row of the queued report (Rule 2)
+FINISHED_POSITION: Final[int] = -2  # the journal row of the finished delivery's report
+
+
+def journalled(cmd: Command) -> bool:
+    """TRN-9: True when a block of `cmd`'s kind is applied once and journalled; False for
+    a kind whose row says it reruns. A kind outside the table is journalled (its
+    rejection is recorded like any other entry)."""
+    spec = kind_of(cmd.kind)
+    return spec is None or spec.replay == "journal"
+
+
+def creates_task(cmd: Command) -> bool:
+    """True when a block of `cmd`'s kind creates a task (its row's `creates_task`)."""
+    spec = kind_of(cmd.kind)
+    return spec is not None and spec.creates_task
+
+
+class TurnJournal:
+    """TRN-9 for one delivery of one turn: what an earlier delivery of (sender, turn id)
+    applied, and the one way this delivery applies a block and queues its report."""
+
+    def __init__(self, journal: DeliveryJournal | None, sender_id: str, turn_id: str | None):
+        self._journal = journal if turn_id is not None else None  # Rule 1
+        self._sender_id = sender_id
+        self._turn_id = turn_id
+        self._applied: dict[int, str] = {}
+        self._restored: dict[int, ReportEntry] = {}
+        self._restored_children = 0
+        self._position = 0
+        self._unrecorded = 0
+
+    @classmethod
+    def read(
+        cls, journal: DeliveryJournal | None, sender_id: str, turn_id: str | None
+    ) -> TurnJournal:
+        """The journal of (sender, turn id), read once. Raises whatever the journal raises:
+        the caller then runs nothing (running could apply a block twice)."""
+        opened = cls(journal, sender_id, turn_id)
+        if opened._journal is not None and turn_id is not None:
+            opened._applied = dict(opened._journal.block_entries(sender_id, turn_id))
+        return opened
+
+    @property
+    def turn_id(self) -> str | None:
+        return self._turn_id
+
+    # ---- what an earlier delivery of the turn did --------------------------------------
+
+    def finished(self) -> DeliveryReport | None:
+        """The report of an earlier delivery that finished, marked as a replay; None when
+        none finished (Rule 3: nor when its stored report is damaged)."""
+        stored = self._applied.get(FINISHED_POSITION)
+        if stored is None:
+            return None
+        try:
+            return replayed(report_from_json(stored))
+        except ValueError as exc:
+            warn("journal (a stored report is damaged)", exc)
+            return None
+
+    def restore(self, plan: TurnPlan) -> None:
+        """Read the stored entries of `plan`'s blocks (Rule 3) and count the tasks they
+        created (LIN-3: they are this turn's children, not earlier ones)."""
+        blocks = len(plan.commands)
+        for index, stored in self._applied.items():
+            if 0 <= index < blocks:
+                try:
+                    self._restored[index] = entry_from_json(stored)
+                except ValueError as exc:
+                    warn("journal (a stored entry is damaged)", exc)
+        self._restored_children = sum(
+            1
+            for index, entry in self._restored.items()
+            if entry.outcome == "done" and creates_task(plan.commands[index])
+        )
+
+    def restored(self, index: int) -> ReportEntry | None:
+        """The entry of block `index` when an earlier delivery of the turn applied it."""
+        return self._restored.get(index)
+
+    @property
+    def restored_children(self) -> int:
+        """Tasks this turn's restored blocks created (LIN-3 counts them as this turn's)."""
+        return self._restored_children
+
+    # ---- applying a block ------------------------------------------------------------
+
+    def run(
+        self,
+        index: int,
+        cmd: Command,
+        block: Callable[[], ReportEntry],
+        failed: Callable[[Exception], ReportEntry],
+    ) -> ReportEntry:
+        """Run block `index`: `block()` applies it and writes its audit record; when it
+        raises, `failed(exc)` is its entry (TRN-8). With a turn id and a journalled kind,
+        the effect, the audit record and the journal row are one transaction; when that
+        fails it is rolled back, the block counts as unrecorded and a redelivery runs it
+        again."""
+        self._position = index
+        journal, turn_id = self._journal, self._turn_id
+        if journal is None or turn_id is None or not journalled(cmd):
+            try:
+                return block()
+            except Exception as exc:
+                return failed(exc)
+        try:
+            with journal.atomic():  # the effect, its audit record and its journal row
+                entry = block()
+                journal.record_block(self._sender_id, turn_id, index, entry_to_json(entry))
+        except Exception as exc:  # rolled back: a redelivery runs it again
+            self._unrecorded += 1
+            return failed(exc)
+        return entry
+
+    def derived_id(self, prefix: str, nbytes: int) -> str | None:
+        """With a turn id, the id of the thing the running block creates, derived from
+        (sender, turn id, position) - the same on every delivery of the turn, so a
+        re-insert is recognised, never duplicated. None without a turn id."""
+        if self._turn_id is None:
+            return None
+        seed = f"{self._sender_id}\x00{self._turn_id}\x00{self._position}".encode()
+        return prefix + hashlib.sha256(seed).hexdigest()[: nbytes * 2]
+
+    def insert_once(
+        self, insert: Callable[[Any], None], lookup: Callable[[str], object], thing: Any
+    ) -> None:
+        """Insert `thing`; when that fails because its derived id already exists (an
+        earlier delivery of this turn created it but could not record the block), it is
+        recognised, never created twice. Any other failure propagates."""
+        try:
+            insert(thing)
+        except Exception:
+            if self._turn_id is None or lookup(thing.id) is None:
+                raise
+
+    def created_earlier(self, lookup: Callable[[str], object], thing_id: str) -> bool:
+        """True when, with a turn id, the thing with this derived id exists already: an
+        earlier delivery of the turn created it (its block unrecorded)."""
+        return self._turn_id is not None and lookup(thing_id) is not None
+
+    # ---- the report ----------------------------------------------------------------------
+
+    def queue_report(
+        self, report: DeliveryReport, followups: FollowupQueue
+    ) -> tuple[tuple[str, ...], str | None]:
+        """Queue the report's follow-ups (the message, then any "/goal": TRN-6, GOA-2).
+        With a turn id the queueing is journalled like a block, in one transaction with
+        the finished report (once per turn); a turn with blocks that could not be
+        recorded is not reported yet. Returns (queued, None) or (queued so far, why the
+        report is not queued)."""
+        journal, turn_id, task_id = self._journal, self._turn_id, self._sender_id
+        texts = report.followups
+        if journal is None or turn_id is None:
+            queued: list[str] = []
+            for text in texts:
+                try:
+                    followups.enqueue_followup(task_id, text)
+                except Exception as exc:  # keep the order: never "/goal" without its report
+                    warn("followups.enqueue_followup", exc)
+                    return tuple(queued), summarize_error(exc)
+                queued.append(text)
+            return tuple(queued), None
+        stored = self._applied.get(REPORT_POSITION)
+        if stored is not None:  # queued by an earlier delivery of this turn
+            try:
+                earlier = tuple(str(t) for t in json.loads(stored)["followups"])
+            except (ValueError, TypeError, KeyError):
+                earlier = texts
+            try:
+                body = report_to_json(attrs.evolve(report, followups=earlier))
+                journal.record_block(task_id, turn_id, FINISHED_POSITION, body)
+            except Exception as exc:  # the next delivery rebuilds it again
+                warn("journal.record_block", exc)
+            return earlier, None
+        if self._unrecorded:
+            return (), (
+                f"{self._unrecorded} block(s) could not be recorded; the report is queued "
+                "once every block is: deliver the turn again with the same turn id"
+            )
+        try:
+            with journal.atomic():
+                for text in texts:
+                    followups.enqueue_followup(task_id, text)
+                body = json.dumps({"followups": list(texts)}, ensure_ascii=False)
+                journal.record_block(task_id, turn_id, REPORT_POSITION, body)
+                journal.record_block(task_id, turn_id, FINISHED_POSITION, report_to_json(report))
+        except Exception as exc:
+            warn("followups.enqueue_followup", exc)
+            return (), summarize_error(exc) + " (deliver the turn again with the same turn id)"
+        return texts, None
+
+    def record_discard(self, report: DeliveryReport) -> None:
+        """Rule 4: journal the report of a turn discarded for good as its finished report
+        (a failing write is logged: the next delivery decides the same again)."""
+        if self._journal is None or self._turn_id is None:
+            return
+        try:
+            self._journal.record_block(
+                self._sender_id, self._turn_id, FINISHED_POSITION, report_to_json(report)
+            )
+        except Exception as exc:
+            warn("journal.record_block", exc)
