@@ -1,0 +1,148 @@
+# Owns: catalogue rows of the orchestration supervisor (`markertools_adapters.dots`,
+# DOT-*): the notices a main agent or a person reads, the confirmation texts the user
+# answers, and the refusals of supervisor calls. Keys are prefixed `dots.`; every row
+# has `en` and `zh`. The English text is the contract the tools document.
+from __future__ import annotations
+
+from typing import Final
+
+MESSAGES: Final[dict[str, dict[str, str]]] = {
+    # notices (DOT-9)
+    "dots.notice.decision": {
+        "en": "worker {role} awaits a decision (decisionId {decision})",
+        "zh": "工作者 {role} 等待决策（decisionId {decision}）",
+    },
+    "dots.notice.reminder": {
+        "en": "reminder: worker {role} still awaits a decision (decisionId {decision})",
+        "zh": "提醒：工作者 {role} 仍在等待决策（decisionId {decision}）",
+    },
+    "dots.notice.paused": {"en": "run paused", "zh": "运行已暂停"},
+    "dots.notice.completed": {"en": "run completed", "zh": "运行已完成"},
+    "dots.notice.cancelled": {"en": "run cancelled", "zh": "运行已取消"},
+    "dots.notice.with_detail": {"en": "{text}: {detail}", "zh": "{text}：{detail}"},
+    # confirmations (DOT-14)
+    "dots.confirm.plan.title": {"en": "Start this plan?", "zh": "开始这个计划吗？"},
+    "dots.confirm.launch.title": {"en": "Launch these workers?", "zh": "启动这些工作者吗？"},
+    "dots.confirm.budget.title": {"en": "Raise the turn budget?", "zh": "提高轮数预算吗？"},
+    "dots.confirm.tune.title": {"en": "Change worker {worker}?", "zh": "修改工作者 {worker} 吗？"},
+    "dots.confirm.goal": {"en": "goal: {text}", "zh": "目标：{text}"},
+    "dots.confirm.plan": {"en": "plan: {text}", "zh": "计划：{text}"},
+    "dots.confirm.workers": {"en": "workers:", "zh": "工作者："},
+    "dots.confirm.worker_role": {
+        "en": "  - {name} ({backend}{after}): {role}",
+        "zh": "  - {name}（{backend}{after}）：{role}",
+    },
+    "dots.confirm.after": {"en": " after {deps}", "zh": "，在 {deps} 之后"},
+    "dots.confirm.worker_launch": {
+        "en": "  - {name}: cwd {cwd}, sandbox {sandbox}, model {model}, effort {effort}",
+        "zh": "  - {name}：cwd {cwd}，sandbox {sandbox}，模型 {model}，effort {effort}",
+    },
+    "dots.confirm.default_model": {"en": "(the backend's default)", "zh": "（后端默认）"},
+    "dots.confirm.default_effort": {"en": "(default)", "zh": "（默认）"},
+    "dots.confirm.takeover": {
+        "en": "    takes over thread {thread}; its latest turns:",
+        "zh": "    接管对话 {thread}；最近的轮次：",
+    },
+    "dots.confirm.history_turn": {
+        "en": "      {turn}: {user} -> {agent}",
+        "zh": "      {turn}：{user} -> {agent}",
+    },
+    "dots.confirm.limits": {
+        "en": "limits: maxTurns {max_turns}, timeoutMs {timeout_ms}, maxConcurrent "
+        "{max_concurrent}, quota stop: {quota_stop}, allowedModels {models}",
+        "zh": "限制：maxTurns {max_turns}，timeoutMs {timeout_ms}，maxConcurrent "
+        "{max_concurrent}，额度停止：{quota_stop}，allowedModels {models}",
+    },
+    "dots.confirm.quota_none": {"en": "none", "zh": "无"},
+    "dots.confirm.quota_at": {"en": "at {left}% left", "zh": "剩余 {left}% 时"},
+    "dots.confirm.models_none": {"en": "none", "zh": "无"},
+    "dots.confirm.budget": {
+        "en": "run {run}: maxTurns {old} -> {new}",
+        "zh": "运行 {run}：maxTurns {old} -> {new}",
+    },
+    "dots.confirm.widen_sandbox": {
+        "en": "sandbox read-only -> workspace-write",
+        "zh": "sandbox read-only -> workspace-write",
+    },
+    "dots.confirm.widen_model": {
+        "en": "model {model} (not in allowedModels)",
+        "zh": "模型 {model}（不在 allowedModels 中）",
+    },
+    "dots.confirm.widen_timeout": {
+        "en": "timeoutMs {old} -> {new}",
+        "zh": "timeoutMs {old} -> {new}",
+    },
+    # refusals of supervisor calls (DOT-13): one sentence naming the argument
+    "dots.err.no_codex": {
+        "en": "no codex executable: install @openai/codex or set codexBin (--codex-bin)",
+        "zh": "找不到 codex 可执行文件：请安装 @openai/codex 或设置 codexBin（--codex-bin）",
+    },
+    "dots.err.codex_failed": {
+        "en": "codex at {binary} could not run: {detail}",
+        "zh": "{binary} 处的 codex 无法运行：{detail}",
+    },
+    "dots.err.codex_version": {
+        "en": "codex at {binary} is version {version}; {need} or newer is needed",
+        "zh": "{binary} 处的 codex 版本为 {version}；需要 {need} 或更新版本",
+    },
+    "dots.err.run_not_found": {"en": "run not found: {run}", "zh": "找不到运行：{run}"},
+    "dots.err.backend_no_provider": {
+        "en": "worker {worker}: backend {backend} has no provider on this host "
+        "(subagentProvider); only codex roles can run here",
+        "zh": "工作者 {worker}：后端 {backend} 在本机没有提供者（subagentProvider）；"
+        "这里只能运行 codex 角色",
+    },
+    "dots.err.backend_unsupported": {
+        "en": "worker {worker}: backend {backend} is not supported by this supervisor yet",
+        "zh": "工作者 {worker}：本监督器尚不支持后端 {backend}",
+    },
+    "dots.err.thread_owned": {
+        "en": "worker {worker}: thread {thread} belongs to unfinished run {run}",
+        "zh": "工作者 {worker}：对话 {thread} 属于未结束的运行 {run}",
+    },
+    "dots.err.thread_owned_elsewhere": {
+        "en": "worker {worker}: thread {thread} belongs to an unfinished run of another "
+        "conversation",
+        "zh": "工作者 {worker}：对话 {thread} 属于另一个会话中未结束的运行",
+    },
+    "dots.err.thread_unreadable": {
+        "en": "worker {worker}: thread {thread} cannot be read: {detail}",
+        "zh": "工作者 {worker}：无法读取对话 {thread}：{detail}",
+    },
+    "dots.err.thread_read": {
+        "en": "thread {thread} cannot be read: {detail}",
+        "zh": "无法读取对话 {thread}：{detail}",
+    },
+    "dots.err.not_confirmed_start": {
+        "en": "the user did not confirm the {step} ({answer}); nothing was started",
+        "zh": "用户未确认{step}（{answer}）；未启动任何内容",
+    },
+    "dots.err.not_confirmed_budget": {
+        "en": "the user did not confirm the new budget ({answer}); nothing changed",
+        "zh": "用户未确认新的预算（{answer}）；未作任何更改",
+    },
+    "dots.err.not_confirmed_tune": {
+        "en": "the user did not confirm the change ({answer}); nothing changed",
+        "zh": "用户未确认此更改（{answer}）；未作任何更改",
+    },
+    "dots.err.cannot_ask": {
+        "en": "the user could not be asked: {detail}; nothing was changed",
+        "zh": "无法询问用户：{detail}；未作任何更改",
+    },
+    "dots.err.no_worker": {
+        "en": "no worker {worker} in run {run}",
+        "zh": "运行 {run} 中没有工作者 {worker}",
+    },
+    "dots.err.budget_required": {
+        "en": "budget is required with action budget (the new maxTurns)",
+        "zh": "action 为 budget 时必须给出 budget（新的 maxTurns）",
+    },
+    "dots.err.cursor": {
+        "en": "cursor must be a cursor returned by an earlier call",
+        "zh": "cursor 必须是之前调用返回的游标",
+    },
+    "dots.err.internal": {
+        "en": "the supervisor failed in {what} ({detail}); the run is paused",
+        "zh": "监督器在 {what} 中出错（{detail}）；运行已暂停",
+    },
+}
