@@ -53,7 +53,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "限制：maxTurns {max_turns}，timeoutMs {timeout_ms}，maxConcurrent "
         "{max_concurrent}，额度停止：{quota_stop}，allowedModels {models}",
     },
-    "dots.confirm.quota_none": {"en": "none", "zh": "无"},
+    "dots.confirm.quota_none": {
+        "en": "off (stopAtLeftPercent is null)",
+        "zh": "关闭（stopAtLeftPercent 为 null）",
+    },
     "dots.confirm.quota_at": {"en": "at {left}% left", "zh": "剩余 {left}% 时"},
     "dots.confirm.models_none": {"en": "none", "zh": "无"},
     "dots.confirm.budget": {
@@ -140,9 +143,5 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     "dots.err.cursor": {
         "en": "cursor must be a cursor returned by an earlier call",
         "zh": "cursor 必须是之前调用返回的游标",
-    },
-    "dots.err.internal": {
-        "en": "the supervisor failed in {what} ({detail}); the run is paused",
-        "zh": "监督器在 {what} 中出错（{detail}）；运行已暂停",
     },
 }

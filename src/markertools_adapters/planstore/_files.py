@@ -227,7 +227,9 @@ class PlanStore:
 
     # ---- event log ---------------------------------------------------------------
 
-    def append_event(self, run_id: str, entry: LoggedEvent) -> None:
+    def append_event(self, run_id: str, entry: LoggedEvent, *, sync: bool = True) -> None:
+        """Append one event line; fsynced unless `sync` is False (then `sync_log`
+        makes it durable later, before anything acts on it)."""
         line = {
             "seq": entry.seq,
             "at": entry.at,
@@ -235,8 +237,37 @@ class PlanStore:
             "event": event_to_json(entry.event),
         }
         data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        _write_synced(self.log_path(run_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, data)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        if sync:
+            _write_synced(self.log_path(run_id), flags, data)
+        else:
+            fd = os.open(self.log_path(run_id), flags, 0o600)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
         self._probe("log-appended")
+
+    def sync_log(self, run_id: str) -> None:
+        """fsync the run's event log: every line appended so far is durable."""
+        fd = os.open(self.log_path(run_id), os.O_WRONLY | os.O_APPEND)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._probe("log-synced")
+
+    def load_current(self, run_id: str) -> RunState:
+        """The run as its journal holds it now: the record, then every logged event it
+        has not applied yet (a live supervisor saves its record only now and then; the
+        log is the truth). Read-only: a torn last line is ignored, nothing is repaired."""
+        from markertools.plans import apply
+
+        state = self.load(run_id)
+        for entry in self.read_events(run_id):
+            if entry.seq > state.log_seq:
+                state = attrs.evolve(apply(state, entry.event, entry.at).state, log_seq=entry.seq)
+        return state
 
     def append_raw(self, run_id: str, kind: str, at: float, body: Any) -> None:
         """Append a record that is not an event (DOT-2): `kind` "notification" (`body`:
