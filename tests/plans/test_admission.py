@@ -13,7 +13,7 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies_plans import proposal_dict, role_dict, valid
+from support.strategies.plans import proposal_dict, role_dict, valid
 
 from markertools.plans import RunAdmission, RunState, admit, new_run, normalize_cwd
 

@@ -274,6 +274,9 @@ class Supervisor(SupervisorCore):
     ) -> RunView:
         """dots_dispatch (PLN-7): the next instruction, with the current decision id."""
         run = self.run_of(owner, run_id)
+        _text(instruction, "instruction")
+        _text(decision_id, "decisionId")
+        _text(worker, "worker")
         self._refuse(
             self.submit(run, Dispatch(new_id(), worker, decision_id, instruction)), "decisionId"
         )
@@ -291,6 +294,7 @@ class Supervisor(SupervisorCore):
         """dots_finish: a role's accepted conclusion (dependants become ready carrying
         it); without `worker`, the run completes (live turns are interrupted)."""
         run = self.run_of(owner, run_id)
+        _text(conclusion, "conclusion")
         if worker is None:
             for role in [r for r in run.state.roles if r.status == "awaiting-decision"]:
                 step = self.submit(run, Finish(new_id(), role.name, conclusion, role.decision_id))
@@ -402,6 +406,13 @@ class Supervisor(SupervisorCore):
         """dots_thread_read: recent history, newest last, framed as data (INJ-7) and
         marked untrusted."""
         return await self.codex.thread_read(thread_id, limit=limit, cursor=cursor)
+
+
+def _text(value: object, field: str) -> str:
+    """Text a person typed (the terminal) or a tool sent: blank is no answer."""
+    if not isinstance(value, str) or not value.strip():
+        raise DotsError(f"{field} must be a non-empty string", field)
+    return value
 
 
 def quota_windows(snapshot: Any) -> tuple[Any, ...]:

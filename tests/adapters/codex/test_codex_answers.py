@@ -7,9 +7,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from codex_support import OfflineCodex
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.codex import OfflineCodex
 
 from markertools.plans import QuotaWindow
 from markertools_adapters.codex.answers import (
