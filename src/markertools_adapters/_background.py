@@ -81,7 +81,13 @@ class Background:
             coro.close()
             self.log.debug("%s: %s not started: background work is closed", self.owner, name)
             return None
-        task = group.create_task(self._guard(coro, name), name=f"{self.owner}: {name}")
+        guarded = self._guard(coro, name)
+        try:
+            task = group.create_task(guarded, name=f"{self.owner}: {name}")
+        except RuntimeError:  # the group is shutting down (Rule 4)
+            guarded.close()
+            coro.close()
+            return None
         self._children.add(task)
         task.add_done_callback(self._children.discard)
         return task

@@ -28,14 +28,11 @@ import contextlib
 import logging
 import os
 import time
-import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
-
-from markertools import Msg, msg
+from markertools import Msg, msg, summarize_error
 from markertools.plans import (
     LIVE_ROLE_STATES,
     Applied,
@@ -61,6 +58,7 @@ from markertools.plans import (
 )
 from markertools_adapters._background import Background
 from markertools_adapters.dots._inspect import CodexAccess, summary
+from markertools_adapters.dots._launch import launch_turn
 from markertools_adapters.dots._paths import default_state_dir
 from markertools_adapters.dots._ports import (
     Confirmer,
@@ -71,38 +69,16 @@ from markertools_adapters.dots._ports import (
     Notifier,
     SubagentProvider,
 )
+from markertools_adapters.dots._runslot import RunSlot, new_id
 from markertools_adapters.dots._views import FINISHED, head
 from markertools_adapters.dots._worker import CodexWorker
 from markertools_adapters.planstore import HostLock, HostLockHeld, PlanStore, RunJournal
 
+__all__ = ["LIVE", "RunSlot", "SupervisorCore", "new_id"]
+
 log = logging.getLogger("markertools.dots")
 
 LIVE = LIVE_ROLE_STATES  # roles whose turn holds a slot
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
-
-
-@attrs.define
-class RunSlot:
-    """One run the supervisor drives: its journal and what the host does for it now."""
-
-    journal: RunJournal
-    workers: dict[str, CodexWorker] = attrs.Factory(dict)
-    launching: set[str] = attrs.Factory(set)
-    notifying: set[str] = attrs.Factory(set)
-    timing_out: set[str] = attrs.Factory(set)
-    last_quota_poll: float = 0.0
-    ending: bool = False  # `end_workers` is running for it
-
-    @property
-    def state(self) -> RunState:
-        return self.journal.state
-
-    @property
-    def run_id(self) -> str:
-        return self.journal.state.run_id
 
 
 def checked_settings(settings: HostSettings) -> HostSettings:
@@ -201,6 +177,8 @@ class SupervisorCore:
             with contextlib.suppress(Exception):
                 run.journal.sync(checkpoint=True)
         await self.codex.close()
+        if self.store is not None:
+            self.store.close()
         if self.lock is not None:
             self.lock.release()
             self.lock = None
@@ -217,7 +195,8 @@ class SupervisorCore:
         """Rule 4: a task or callback of `run` failed: the run pauses with an alert
         naming what failed; the supervisor carries on."""
         log.error("run %s: %s failed", run.run_id, what, exc_info=exc)
-        detail = msg("plan.paused.internal", what=what, detail=summary(exc))
+        run.faulted.add(what)  # the tick does not start it again until the run resumes
+        detail = msg("plan.paused.internal", what=what, detail=summarize_error(exc))
         try:
             self.halt(run, "internal-error", detail, None)
             self.durable()
@@ -227,10 +206,9 @@ class SupervisorCore:
     def spawn(self, run: RunSlot, what: str, coro: Coroutine[Any, Any, Any]) -> None:
         """A background task of `run`, owned by `Background`, its faults the run's.
         After `close()` (a late callback) the coroutine is closed unrun."""
-        if not self.background.running:
-            coro.close()
-            return
-        self.background.spawn(self._run_guard(run, what, coro), name=f"run {run.run_id}: {what}")
+        guard = self._run_guard(run, what, coro)
+        if self.background.spawn(guard, name=f"run {run.run_id}: {what}") is None:
+            coro.close()  # closed: the guard was closed unrun, and so is what it guards
 
     async def _run_guard(self, run: RunSlot, what: str, coro: Coroutine[Any, Any, Any]) -> None:
         try:
@@ -313,17 +291,18 @@ class SupervisorCore:
     def _tick_run(self, run: RunSlot) -> None:
         now = self.clock()
         for notice in due_notices(run.state, now):
-            if notice.event_id not in run.notifying:
+            if notice.event_id not in run.notifying and "notice" not in run.faulted:
                 run.notifying.add(notice.event_id)
                 self.spawn(run, "notice", self._deliver(run, notice))
         for role, decision in due_decision_timeouts(run.state, now):
             self.submit(run, DecisionTimeoutEvent(new_id(), role, decision))
         for role in overdue_turns(run.state, now):
-            if role not in run.timing_out:
+            if role not in run.timing_out and f"timeout of {role}" not in run.faulted:
                 run.timing_out.add(role)
                 self.spawn(run, f"timeout of {role}", self._time_out(run, role))
         live_here = any(r.status in LIVE for r in run.state.roles)
-        if live_here and now - run.last_quota_poll >= self.settings.poll_ms / 1000.0:
+        poll_due = now - run.last_quota_poll >= self.settings.poll_ms / 1000.0
+        if live_here and poll_due and "quota poll" not in run.faulted:
             run.last_quota_poll = now
             self.spawn(run, "quota poll", self._poll_quota(run))
         if run.state.status in FINISHED and run.workers and not live_here and not run.ending:
@@ -352,8 +331,6 @@ class SupervisorCore:
             self.spawn(run, f"launch of {admitted.role}", self._launch(run, admitted.role))
 
     async def _launch(self, run: RunSlot, role: str) -> None:
-        from markertools_adapters.dots._launch import launch_turn
-
         try:
             await launch_turn(self, run, role)
         finally:

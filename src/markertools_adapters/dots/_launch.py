@@ -13,25 +13,39 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from markertools import frame_data, msg
-from markertools.plans import Applied, Launch, TurnEnded, TurnStarted, launch_payload
+from markertools import Msg, frame_data, msg
+from markertools.plans import Applied, Event, Launch, Step, TurnEnded, TurnStarted, launch_payload
 from markertools_adapters.codex.answers import decode_model_list
 from markertools_adapters.dots._inspect import summary
 from markertools_adapters.dots._ports import DotsError
+from markertools_adapters.dots._runslot import RunSlot, new_id
 from markertools_adapters.dots._worker import CodexWorker
 
 if TYPE_CHECKING:
-    from markertools_adapters.dots._core import RunSlot, SupervisorCore
+    from markertools_adapters.dots._inspect import CodexAccess
 
 log = logging.getLogger("markertools.dots")
 
 
-async def launch_turn(core: SupervisorCore, run: RunSlot, role: str) -> None:
-    """Launch `role`'s next turn (the caller has admitted it and marked it launching)."""
-    from markertools_adapters.dots._core import new_id
+class LaunchHost(Protocol):
+    """What launching a turn needs of the supervisor."""
 
+    codex: CodexAccess
+    locale: str
+
+    def worker(self, run: RunSlot, role: str) -> CodexWorker: ...
+
+    def submit(self, run: RunSlot, event: Event) -> Step: ...
+
+    def halt(self, run: RunSlot, kind: str, detail: Msg, role: str | None) -> None: ...
+
+    def durable(self) -> None: ...
+
+
+async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
+    """Launch `role`'s next turn (the caller has admitted it and marked it launching)."""
     try:
         await core.codex.binary()
         worker = core.worker(run, role)
@@ -83,7 +97,7 @@ async def launch_turn(core: SupervisorCore, run: RunSlot, role: str) -> None:
 
 
 def instruction_text(
-    core: SupervisorCore, instruction: str, inputs: tuple[tuple[str, str], ...]
+    core: LaunchHost, instruction: str, inputs: tuple[tuple[str, str], ...]
 ) -> str:
     """Rule 3: the instruction, then each predecessor's conclusion as framed data."""
     parts = [instruction]
@@ -94,7 +108,7 @@ def instruction_text(
 
 
 async def _model_offered(
-    core: SupervisorCore,
+    core: LaunchHost,
     run: RunSlot,
     worker: CodexWorker,
     role: str,
@@ -123,7 +137,7 @@ async def _model_offered(
 
 
 async def _no_external_turn(
-    core: SupervisorCore, run: RunSlot, worker: CodexWorker, role: str, thread: str
+    core: LaunchHost, run: RunSlot, worker: CodexWorker, role: str, thread: str
 ) -> bool:
     """DOT-12: before each turn on a thread, its turns are read again; one the
     supervisor does not know pauses the run."""

@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from markertools import msg
 from markertools_adapters.dots._ports import DotsError
 
 
@@ -202,6 +203,8 @@ def _plain(schema: Any, defs: Mapping[str, Any]) -> Any:
     for key, value in schema.items():
         if key in ("title", "$defs") or (key == "default" and value is None):
             continue
+        if key == "additionalProperties" and value is True:
+            continue  # the JSON Schema default: an open object
         if key == "properties":
             out[key] = {name: _plain(v, defs) for name, v in value.items()}
         else:
@@ -223,17 +226,16 @@ SCHEMAS: Final[dict[str, dict[str, Any]]] = {tool: input_schema(tool) for tool i
 
 # ---- refusals ------------------------------------------------------------------------
 
-_HINT = " (no tool takes a confirmation: the user confirms through the host)"
 _TYPES: Final[dict[str, str]] = {
-    "dict_type": "an object",
-    "model_type": "an object",
-    "model_attributes_type": "an object",
-    "string_type": "a string",
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
+    "dict_type": "object",
+    "model_type": "object",
+    "model_attributes_type": "object",
+    "string_type": "string",
+    "int_type": "integer",
+    "int_parsing": "integer",
+    "int_from_float": "integer",
+    "bool_type": "boolean",
+    "bool_parsing": "boolean",
 }
 
 
@@ -260,30 +262,35 @@ def _bounds(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[Any, Any]:
     return low, high
 
 
-def _sentence(model: type[Args], error: Mapping[str, Any]) -> tuple[str, str]:
+def _sentence(model: type[Args], error: Mapping[str, Any], locale: str) -> tuple[str, str]:
     loc = tuple(error["loc"])
     path = ".".join(str(p) for p in loc)
     where = path or "arguments"
     kind = error["type"]
     value = error.get("input")
+
+    def say(key: str, **args: Any) -> tuple[str, str]:
+        return msg(key, **args).render(locale), path
+
     if kind == "missing":
-        return f"{path} is required", path
+        return say("dots.arg.required", path=path)
     if kind == "extra_forbidden":
-        hint = _HINT if str(loc[-1]).lower() == "confirmed" else ""
-        return f"unknown argument {path}{hint}", path
+        confirmed = str(loc[-1]).lower() == "confirmed"
+        return say("dots.arg.unknown_confirmed" if confirmed else "dots.arg.unknown", path=path)
     if kind in _TYPES:
-        return f"{where} must be {_TYPES[kind]}", path
+        return say("dots.arg.type", path=where, type=msg(f"dots.arg.t.{_TYPES[kind]}"))
     if kind in ("literal_error", "enum"):
-        expected = error.get("ctx", {}).get("expected", "")
-        options = ", ".join(o.strip().strip("'") for o in str(expected).replace(" or ", ", ").split(","))
-        return f"{where} must be one of {options}, got {value!r}", path
+        expected = str(error.get("ctx", {}).get("expected", ""))
+        options = ", ".join(o.strip().strip("'") for o in expected.replace(" or ", ", ").split(","))
+        return say("dots.arg.enum", path=where, options=options, value=repr(value))
     if kind in ("string_too_short", "blank"):
-        return f"{where} must be a non-empty string", path
+        return say("dots.arg.blank", path=where)
     if kind in ("greater_than_equal", "less_than_equal"):
         low, high = _bounds(model, loc)
-        span = f"from {low} to {high}" if high is not None else f"at least {low}"
-        return f"{where} must be an integer {span}, got {value}", path
-    return f"{where}: {error.get('msg', 'invalid value')}", path
+        if high is not None:
+            return say("dots.arg.range", path=where, lo=low, hi=high, value=repr(value))
+        return say("dots.arg.at_least", path=where, lo=low, value=repr(value))
+    return say("dots.arg.invalid", path=where, detail=str(error.get("msg", "invalid value")))
 
 
 def _first(errors: Sequence[Any], raw: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -297,19 +304,23 @@ def _first(errors: Sequence[Any], raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return min(errors, key=key)
 
 
-def parse_arguments(tool: str, arguments: Mapping[str, Any] | None) -> Args:
+def parse_arguments(
+    tool: str, arguments: Mapping[str, Any] | None, locale: str = "en"
+) -> Args:
     """The arguments of `tool` as its model, else DotsError naming the argument."""
     raw = dict(arguments or {})
     model = MODELS[tool]
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        message, path = _sentence(model, _first(exc.errors(), raw))
+        message, path = _sentence(model, _first(exc.errors(), raw), locale)
         raise DotsError(message, path or None) from None
 
 
-def check_arguments(tool: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+def check_arguments(
+    tool: str, arguments: Mapping[str, Any] | None, locale: str = "en"
+) -> dict[str, Any]:
     """The arguments of `tool` checked (a copy), else DotsError."""
     args = dict(arguments or {})
-    parse_arguments(tool, args)
+    parse_arguments(tool, args, locale)
     return args

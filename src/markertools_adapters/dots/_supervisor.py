@@ -88,8 +88,14 @@ class Supervisor(SupervisorCore):
         ValueError: `settings` outside PLN-10 (`maxConcurrent` 1-3, `pollMs` >= 1000),
             naming the field."""
 
-    def _err(self, key: str, field: str | None, **args: Any) -> DotsError:
-        return DotsError(msg(key, **args).render(self.locale), field)
+    def _err(self, key: str, argument: str | None, **args: Any) -> DotsError:
+        return DotsError(msg(key, **args).render(self.locale), argument)
+
+    def _text(self, value: object, field: str) -> str:
+        """Text a person typed (the terminal) or a tool sent: blank is no answer."""
+        if not isinstance(value, str) or not value.strip():
+            raise self._err("dots.err.blank", field, field=field)
+        return value
 
     def run_of(self, owner: str, run_id: str) -> RunSlot:
         run = self.runs.get(run_id) if isinstance(run_id, str) else None
@@ -274,9 +280,9 @@ class Supervisor(SupervisorCore):
     ) -> RunView:
         """dots_dispatch (PLN-7): the next instruction, with the current decision id."""
         run = self.run_of(owner, run_id)
-        _text(instruction, "instruction")
-        _text(decision_id, "decisionId")
-        _text(worker, "worker")
+        self._text(instruction, "instruction")
+        self._text(decision_id, "decisionId")
+        self._text(worker, "worker")
         self._refuse(
             self.submit(run, Dispatch(new_id(), worker, decision_id, instruction)), "decisionId"
         )
@@ -294,7 +300,7 @@ class Supervisor(SupervisorCore):
         """dots_finish: a role's accepted conclusion (dependants become ready carrying
         it); without `worker`, the run completes (live turns are interrupted)."""
         run = self.run_of(owner, run_id)
-        _text(conclusion, "conclusion")
+        self._text(conclusion, "conclusion")
         if worker is None:
             for role in [r for r in run.state.roles if r.status == "awaiting-decision"]:
                 step = self.submit(run, Finish(new_id(), role.name, conclusion, role.decision_id))
@@ -319,10 +325,14 @@ class Supervisor(SupervisorCore):
         elif action == "resume":
             ids = tuple((name, new_id()) for name in decision_ids_needed(run.state))
             self._refuse(self.submit(run, Resume(new_id(), ids)), "action")
+            run.faulted.clear()  # the person saw the alert: its paths may run again
         elif action == "cancel":
             self._refuse(self.submit(run, Cancel(new_id())), "action")
             self.durable()
-            await self.end_workers(run)
+            try:
+                await self.end_workers(run)
+            except Exception as exc:  # the cancel stands; the failure is the run's alert
+                self.run_fault(run, "ending workers", exc)
         elif action == "budget" and budget is not None:
             if budget > run.state.turn_limit:
                 request = budget_request(run_id, run.state.turn_limit, budget, self.locale)
@@ -334,7 +344,7 @@ class Supervisor(SupervisorCore):
                     )
             self._refuse(self.submit(run, Budget(new_id(), budget)), "budget")
         else:
-            raise DotsError(f"action must be one of {', '.join(ACTIONS)}, got {action!r}", "action")
+            raise self._err("dots.err.action", "action", actions=", ".join(ACTIONS), value=repr(action))
         return self._view(run)
 
     async def tune(
@@ -406,13 +416,6 @@ class Supervisor(SupervisorCore):
         """dots_thread_read: recent history, newest last, framed as data (INJ-7) and
         marked untrusted."""
         return await self.codex.thread_read(thread_id, limit=limit, cursor=cursor)
-
-
-def _text(value: object, field: str) -> str:
-    """Text a person typed (the terminal) or a tool sent: blank is no answer."""
-    if not isinstance(value, str) or not value.strip():
-        raise DotsError(f"{field} must be a non-empty string", field)
-    return value
 
 
 def quota_windows(snapshot: Any) -> tuple[Any, ...]:
