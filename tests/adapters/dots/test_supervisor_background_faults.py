@@ -17,7 +17,7 @@ from support.codex import OfflineCodex
 from support.dots import OWNER, plan, role, running, until, workdir
 
 from markertools.plans import HostSettings
-from markertools_adapters.codex.fakemodel import Hang, ShellCall, Text
+from markertools_adapters.codex.fakemodel import ShellCall, Text
 
 
 def planted(what: str) -> Any:
@@ -92,17 +92,14 @@ def test_a_fault_while_delivering_a_notice_pauses_the_run(offline_codex: Offline
 
 @pytest.mark.rule("DOT-1", "DOT-8")
 def test_a_fault_while_polling_the_quota_pauses_the_run(offline_codex: OfflineCodex, tmp_path: Path) -> None:
-    offline_codex.fake.push(Hang())
+    offline_codex.fake.push(Text("slow answer", delay=3.0))  # live for 3 s: the poll comes
     body = plan(role("reader", workdir(tmp_path, "a")))
 
     async def go() -> Any:
         async def nothing(sup: Any, run_id: str) -> None:
-            return None  # the poll comes while the turn is live
+            return None
 
-        try:
-            return await _scenario(offline_codex, tmp_path, "_poll_quota", body, nothing)
-        finally:
-            offline_codex.fake.release_hangs()
+        return await _scenario(offline_codex, tmp_path, "_poll_quota", body, nothing)
 
     view, unhandled, second = asyncio.run(go())
     _check(view, unhandled, second, "quota poll")
@@ -110,17 +107,14 @@ def test_a_fault_while_polling_the_quota_pauses_the_run(offline_codex: OfflineCo
 
 @pytest.mark.rule("DOT-1", "DOT-4")
 def test_a_fault_while_timing_a_turn_out_pauses_the_run(offline_codex: OfflineCodex, tmp_path: Path) -> None:
-    offline_codex.fake.push(Hang())
+    offline_codex.fake.push(Text("too slow", delay=4.0))  # past its 1 s timeoutMs
     body = plan(role("reader", workdir(tmp_path, "a")), timeoutMs=1000)
 
     async def go() -> Any:
         async def nothing(sup: Any, run_id: str) -> None:
             return None
 
-        try:
-            return await _scenario(offline_codex, tmp_path, "_time_out", body, nothing)
-        finally:
-            offline_codex.fake.release_hangs()
+        return await _scenario(offline_codex, tmp_path, "_time_out", body, nothing)
 
     view, unhandled, second = asyncio.run(go())
     _check(view, unhandled, second, "timeout of reader")
