@@ -77,6 +77,50 @@ class Notices:
         return "delivered"
 
 
+def as_json(value: Any) -> Any:
+    """A supervisor call's typed answer as the JSON the MCP and CLI edges print (a view,
+    or a list of views)."""
+    if isinstance(value, list):
+        return [as_json(v) for v in value]
+    return value.to_json() if hasattr(value, "to_json") else value
+
+
+class JsonSupervisor:
+    """The supervisor as the tools see it: every call answers the JSON of its typed view
+    (`RunView.to_json()` ...), everything else is the supervisor itself. The tests check
+    the documented JSON shapes through it."""
+
+    CALLS = frozenset(
+        {"status", "pending_decisions", "dispatch", "finish", "probe"}
+    )
+    ASYNC_CALLS = frozenset({"start", "control", "tune", "wait", "threads", "thread_read"})
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.sup, name)
+        if name in self.CALLS:
+            return lambda *a, **kw: _json_or_awaitable(target(*a, **kw))
+        if name in self.ASYNC_CALLS:
+
+            async def call(*a: Any, **kw: Any) -> Any:
+                return as_json(await target(*a, **kw))
+
+            return call
+        return target
+
+
+def _json_or_awaitable(value: Any) -> Any:
+    if asyncio.iscoroutine(value):
+
+        async def later() -> Any:
+            return as_json(await value)
+
+        return later()
+    return as_json(value)
+
+
 @asynccontextmanager
 async def running(
     codex: OfflineCodex,
@@ -99,7 +143,7 @@ async def running(
     )
     await sup.open()
     try:
-        yield sup
+        yield JsonSupervisor(sup)  # type: ignore[misc]
     finally:
         await sup.close()
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from markertools.plans import HostSettings
 from markertools_adapters.dots import Supervisor
+from support.dots import JsonSupervisor
 
 
 class Yes:
@@ -22,13 +23,13 @@ class Yes:
 
 
 async def main(state_dir: str, codex_bin: str, plan_path: str) -> None:
-    sup = Supervisor(
+    sup = JsonSupervisor(Supervisor(
         state_dir,
         codex_bin=codex_bin,
         confirmer=Yes(),
         settings=HostSettings(max_concurrent=3, poll_ms=60_000),
         tick_seconds=0.05,
-    )
+    ))
     await sup.open()
     with open(plan_path, encoding="utf-8") as fh:
         view = await sup.start(json.load(fh), owner="conversation-1")

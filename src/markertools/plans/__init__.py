@@ -5,6 +5,7 @@
   `validate_host_settings(value)` does the same for `HostSettings` (PLN-10).
 - Scheduling: `schedule(proposal, finished, running, max_concurrent)` (PLN-5),
   `topological_order`, `find_cycles` (PLN-3).
+- Admission: `admit(runs, max_concurrent)` - which roles a host launches now (DOT-6).
 - Runs: `new_run(...)` then `apply(state, event, now) -> Step` for every event
   (PLN-6..9); the transition tables `RUN_MACHINE` / `ROLE_MACHINE`; read-only
   questions (`launchable`, `launch_payload`, `due_notices`, ...). Ids and times
@@ -20,6 +21,7 @@ deliver; `pyproject.toml` holds the contract).
 
 from __future__ import annotations
 
+from markertools.plans._admission import Admitted, RunAdmission, admit
 from markertools.plans._codec import (
     event_from_json,
     event_to_json,
@@ -118,6 +120,7 @@ __all__ = [
     "ROLE_STATES",
     "RUN_MACHINE",
     "RUN_STATES",
+    "Admitted",
     "Alert",
     "Applied",
     "Budget",
@@ -158,6 +161,7 @@ __all__ = [
     "Resume",
     "Role",
     "RoleRun",
+    "RunAdmission",
     "RunState",
     "Schedule",
     "ScheduleError",
@@ -168,6 +172,7 @@ __all__ = [
     "Tune",
     "TurnEnded",
     "TurnStarted",
+    "admit",
     "apply",
     "decision_ids_needed",
     "due_decision_timeouts",

@@ -132,14 +132,17 @@ class HostOnline:
     event_id: str
 
 
-HaltKind = Literal["timeout", "approval", "model", "worker-exit", "external-turn", "launch-failed"]
+HaltKind = Literal[
+    "timeout", "approval", "model", "worker-exit", "external-turn", "launch-failed", "internal-error"
+]
 
 
 @attrs.frozen
 class Halt:
     """The host saw something that stops the run (DOT-3/4/5/7/12): a turn past its
     timeout, an approval request, a model not offered, a worker that died, a turn it
-    did not start, a launch that failed. The run pauses with `detail` as the alert;
+    did not start, a launch that failed, or a fault of the host's own background work
+    (`internal-error`: the host failed, not the run). The run pauses with `detail` as the alert;
     live turns end as `stopping` -> `paused` when their end is reported."""
 
     event_id: str

@@ -37,6 +37,7 @@ PauseReason = Literal[
     "worker-exit",
     "external-turn",
     "launch-failed",
+    "internal-error",
 ]
 MAX_KNOWN_TURNS: Final[int] = 64  # turn ids kept per role for the external-turn check
 NoticeKind = Literal["decision", "reminder", "paused", "completed", "cancelled"]

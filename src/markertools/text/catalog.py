@@ -14,6 +14,7 @@ from markertools.text import (
     messages_automations,
     messages_common,
     messages_deliver,
+    messages_dots,
     messages_files,
     messages_inject,
     messages_parse,
@@ -36,6 +37,7 @@ _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
     messages_inject.MESSAGES,
     messages_attempts.MESSAGES,
     messages_plans.MESSAGES,
+    messages_dots.MESSAGES,
     messages_schedule.MESSAGES,
 )
 

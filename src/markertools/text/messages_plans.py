@@ -241,6 +241,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "role {role}: the turn could not be started ({detail})",
         "zh": "角色 {role}：无法启动本轮（{detail}）",
     },
+    "plan.paused.internal": {
+        "en": "the supervisor failed while {what} ({detail}); the run is paused and can be resumed",
+        "zh": "监督器在{what}时出错（{detail}）；运行已暂停，可以恢复",
+    },
     "plan.paused.user": {"en": "paused on request", "zh": "按请求暂停"},
     "plan.paused.turn_limit": {
         "en": "turn limit reached: {used} of {max} turns used",

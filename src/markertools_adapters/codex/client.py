@@ -27,10 +27,11 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
+from markertools_adapters._background import Background
 from markertools_adapters.codex._lines import load_object
 from markertools_adapters.errors import CodexError
 
@@ -111,7 +112,7 @@ class AppServerClient:
         default_factory=dict, init=False
     )
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1), init=False)
-    _tasks: set[asyncio.Task[Any]] = field(default_factory=set, init=False)
+    _background: Background | None = field(default=None, init=False)
     _stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=200), init=False)
     _t0: float = field(default=0.0, init=False)
     _exited: asyncio.Event = field(default_factory=asyncio.Event, init=False)
@@ -131,8 +132,10 @@ class AppServerClient:
             limit=self.line_limit,
             start_new_session=True,
         )
-        self._spawn(self._read_stdout())
-        self._spawn(self._read_stderr())
+        self._background = Background(f"codex app-server {self._proc.pid}", on_fault=self._fault)
+        await self._background.start()
+        self._spawn(self._read_stdout(), "stdout reader")
+        self._spawn(self._read_stderr(), "stderr reader")
 
     @property
     def pid(self) -> int | None:
@@ -156,6 +159,8 @@ class AppServerClient:
             except TimeoutError:
                 self.signal(sig)
         await asyncio.wait_for(self._exited.wait(), grace)
+        if self._background is not None:
+            await self._background.close()
         return self.returncode
 
     def signal(self, sig: int = signal.SIGKILL) -> None:
@@ -299,10 +304,18 @@ class AppServerClient:
         )
 
     # ------------------------------------------------------------------ internals
-    def _spawn(self, coro: Awaitable[Any]) -> None:
-        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        if self._background is not None:
+            self._background.spawn(coro, name=name)
+        else:
+            coro.close()
+
+    def _fault(self, name: str, exc: BaseException) -> None:
+        """A reader or handler failed unexpectedly (logged with its traceback by
+        `Background`): the process is ended, so every pending request fails and the
+        owner sees the exit - a clean stop, never a client that silently stops reading."""
+        self._stderr_tail.append(f"[client {name} failed: {exc!r}]\n")
+        self.signal(signal.SIGKILL)
 
     def _log(self, direction: str, msg: Json) -> None:
         if self.keep_transcript:
@@ -376,7 +389,7 @@ class AppServerClient:
                 res = msg.get("result")
                 fut.set_result(res if isinstance(res, dict) else {"value": res})
         elif has_id and has_method:  # server -> client request
-            self._spawn(self._handle_server_request(msg))
+            self._spawn(self._handle_server_request(msg), f"answer to {msg['method']}")
         elif has_method:  # notification, delivered verbatim
             if self.on_notification is not None:
                 self.on_notification(msg, raw)

@@ -100,6 +100,8 @@ class CodexWorker:
         self._closing = False
         self._closed: asyncio.Future[int | None] | None = None
         self._start_lock = asyncio.Lock()
+        self._turn_done = asyncio.Event()  # set while no turn is live
+        self._turn_done.set()
 
     @property
     def alive(self) -> bool:
@@ -108,6 +110,20 @@ class CodexWorker:
     @property
     def turn_live(self) -> bool:
         return self.turn_id is not None
+
+    async def turn_over(self, timeout: float) -> bool:
+        """Wait until the live turn ends (or the process exits); False after `timeout`
+        seconds with the turn still live."""
+        if self.turn_id is None:
+            return True
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._turn_done.wait()
+        return self.turn_id is None
+
+    def _turn_finished(self) -> None:
+        self.turn_id = None
+        self._turn_done.set()
 
     async def ensure(self) -> AppServerClient:
         """The running, initialised client (spawned on first use or after an exit)."""
@@ -170,6 +186,7 @@ class CodexWorker:
         if not isinstance(turn_id, str) or not turn_id:
             raise AppServerError(-32603, "the app-server answered without a turn id", None, "")
         self.turn_id = turn_id
+        self._turn_done.clear()
         return turn_id
 
     def flush_early_end(self) -> None:
@@ -178,7 +195,7 @@ class CodexWorker:
         tid = self.turn_id
         if tid is not None and tid in self._early:
             status, reply = self._early.pop(tid)
-            self.turn_id = None
+            self._turn_finished()
             self._on_turn_end(tid, status, reply)
 
     async def interrupt(self) -> None:
@@ -230,7 +247,7 @@ class CodexWorker:
             status = OUTCOMES.get(str(turn.get("status")), "failed")
             reply = self._texts.pop(tid, None)
             if self.turn_id == tid:
-                self.turn_id = None
+                self._turn_finished()
                 self._on_turn_end(tid, status, reply)
             else:  # `start_turn` has not returned yet: reported by `flush_early_end`
                 self._early[tid] = (status, reply)
@@ -241,6 +258,7 @@ class CodexWorker:
             tail = " ".join(event.stderr_tail.split())[-300:]
             if tail:
                 detail += f": {tail}"
+            self._turn_finished()  # no turn outlives its process
             if not self._closing:
                 self._on_exit(detail)
 

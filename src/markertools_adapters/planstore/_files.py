@@ -15,6 +15,7 @@
 #           place every command creates a state directory).
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -150,6 +151,24 @@ class PlanStore:
         self.root = make_state_dir(root)
         self._probe = probe or (lambda point: None)
         self._mutex = threading.Lock()
+        self._logs: dict[str, int] = {}  # run id -> an open append descriptor of its log
+
+    def _log_fd(self, run_id: str) -> int:
+        """The run's event log, opened once for appending (O_APPEND: every write lands
+        at the end, whoever else appends); `close()` closes them."""
+        fd = self._logs.get(run_id)
+        if fd is None:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+            fd = os.open(self.log_path(run_id), flags, 0o600)
+            self._logs[run_id] = fd
+        return fd
+
+    def close(self) -> None:
+        """Close the open log descriptors (a store is usable again afterwards)."""
+        logs, self._logs = self._logs, {}
+        for fd in logs.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def record_path(self, run_id: str) -> Path:
         return self.root / f"run-{check_run_id(run_id)}.json"
@@ -227,7 +246,9 @@ class PlanStore:
 
     # ---- event log ---------------------------------------------------------------
 
-    def append_event(self, run_id: str, entry: LoggedEvent) -> None:
+    def append_event(self, run_id: str, entry: LoggedEvent, *, sync: bool = True) -> None:
+        """Append one event line; fsynced unless `sync` is False (then `sync_log`
+        makes it durable later, before anything acts on it)."""
         line = {
             "seq": entry.seq,
             "at": entry.at,
@@ -235,8 +256,28 @@ class PlanStore:
             "event": event_to_json(entry.event),
         }
         data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        _write_synced(self.log_path(run_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, data)
+        fd = self._log_fd(run_id)
+        _write_all(fd, data)
+        if sync:
+            os.fsync(fd)
         self._probe("log-appended")
+
+    def sync_log(self, run_id: str) -> None:
+        """fsync the run's event log: every line appended so far is durable."""
+        os.fsync(self._log_fd(run_id))
+        self._probe("log-synced")
+
+    def load_current(self, run_id: str) -> RunState:
+        """The run as its journal holds it now: the record, then every logged event it
+        has not applied yet (a live supervisor saves its record only now and then; the
+        log is the truth). Read-only: a torn last line is ignored, nothing is repaired."""
+        from markertools.plans import apply
+
+        state = self.load(run_id)
+        for entry in self.read_events(run_id):
+            if entry.seq > state.log_seq:
+                state = attrs.evolve(apply(state, entry.event, entry.at).state, log_seq=entry.seq)
+        return state
 
     def append_raw(self, run_id: str, kind: str, at: float, body: Any) -> None:
         """Append a record that is not an event (DOT-2): `kind` "notification" (`body`:
@@ -245,11 +286,7 @@ class PlanStore:
         it. `read_events` skips these records."""
         line = {kind: body, "at": at}
         data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        fd = os.open(self.log_path(run_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
+        _write_all(self._log_fd(run_id), data)
 
     def read_raw(self, run_id: str, kind: str) -> list[Any]:
         """The bodies of the `kind` records of a run's log, in order."""

@@ -9,6 +9,10 @@
 #   Rule 2: every reload applies `HostRestarted`: turns that were live when the host
 #           stopped are paused and their instructions are never re-sent (PLN-6).
 #   Rule 3: a journal is only made while the state directory's host lock is held.
+#   Rule 4: a deferred journal (`submit(durable=False)`) writes each event line at once
+#           and makes them durable together in `sync()` (one fsync per batch); its
+#           record is a checkpoint saved every CHECKPOINT_EVERY events, when the run
+#           finishes and on close. Its owner syncs before any effect the events allow.
 from __future__ import annotations
 
 import contextlib
@@ -17,7 +21,16 @@ from collections.abc import Iterator
 
 import attrs
 
-from markertools.plans import Duplicate, Event, HostRestarted, Refused, RunState, Step, apply
+from markertools.plans import (
+    RUN_MACHINE,
+    Duplicate,
+    Event,
+    HostRestarted,
+    Refused,
+    RunState,
+    Step,
+    apply,
+)
 from markertools_adapters.planstore._files import LoggedEvent, PlanStore, PlanStoreError, Probe
 from markertools_adapters.planstore._lock import HostLock
 
@@ -26,10 +39,19 @@ class RunJournal:
     """Durable application of events to one run (Rule 2, Rule 5). Needs the state
     directory's host lock. `submit` = pure apply, log (fsync), save (CAS)."""
 
+    CHECKPOINT_EVERY = 64  # events between two record saves of a deferred journal
+
     def __init__(self, store: PlanStore, state: RunState, next_seq: int) -> None:
         self.store = store
         self._state = state
         self._next_seq = next_seq
+        self._unsynced = False  # lines appended without fsync (Rule 4)
+        self._unsaved = 0  # events applied since the record was last saved
+
+    @property
+    def pending_sync(self) -> bool:
+        """True while an event is written but not yet durable (see `sync`)."""
+        return self._unsynced or self._unsaved >= self.CHECKPOINT_EVERY
 
     @property
     def state(self) -> RunState:
@@ -67,21 +89,45 @@ class RunJournal:
         journal = cls(store, state, last + 1)
         return journal, journal.submit(HostRestarted(restart_event_id), now)
 
-    def submit(self, event: Event, now: float) -> Step:
-        """Apply one event durably. Duplicates are answered without writing; every
-        other event is logged first, then the record is saved when it changed."""
+    def submit(self, event: Event, now: float, *, durable: bool = True) -> Step:
+        """Apply one event. Duplicates are answered without writing; every other event
+        is logged first (Rule 1). `durable` (the default): the line is fsynced and the
+        record saved before this returns. `durable=False` (Rule 4): the line is only
+        written and the record not saved; `sync()` makes every such event durable at
+        once, and the caller calls it before anything acts on them. A write that fails
+        raises and changes nothing in memory."""
         step = apply(self._state, event, now)
         if isinstance(step.outcome, Duplicate):
             return step
         seq = self._next_seq
         outcome = type(step.outcome).__name__.lower()
-        self.store.append_event(self._state.run_id, LoggedEvent(seq, now, outcome, event))
+        entry = LoggedEvent(seq, now, outcome, event)
+        self.store.append_event(self._state.run_id, entry, sync=durable)
         self._next_seq = seq + 1
+        if not durable:
+            self._unsynced = True
         if isinstance(step.outcome, Refused):
             return step
-        saved = self.store.save(attrs.evolve(step.state, log_seq=seq), self._state.revision)
-        self._state = saved
-        return Step(saved, step.outcome)
+        state = attrs.evolve(step.state, log_seq=seq)
+        if durable:
+            self._state = self.store.save(state, self._state.revision)
+            self._unsaved = 0
+        else:
+            self._state = state  # the record on disk stays at its revision until `sync`
+            self._unsaved += 1
+        return Step(self._state, step.outcome)
+
+    def sync(self, *, checkpoint: bool = False) -> None:
+        """Make every deferred event durable: one fsync of the log. The record is saved
+        too (a checkpoint) when `checkpoint`, when the run finished, or every
+        CHECKPOINT_EVERY events, so a reload replays a bounded tail."""
+        if self._unsynced:
+            self.store.sync_log(self._state.run_id)
+            self._unsynced = False
+        finished = self._state.status in RUN_MACHINE.terminal
+        if self._unsaved and (checkpoint or finished or self._unsaved >= self.CHECKPOINT_EVERY):
+            self._state = self.store.save(self._state, self._state.revision)
+            self._unsaved = 0
 
 
 @contextlib.contextmanager

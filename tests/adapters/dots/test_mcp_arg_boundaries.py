@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from markertools_adapters.dots._mcp_schemas import SCHEMAS, check_arguments
+from markertools_adapters.dots._mcp_args import SCHEMAS, check_arguments
 from markertools_adapters.dots._ports import DotsError
 
 # (tool, the argument's path, its range in DOT-13, arguments the tool needs besides it)

@@ -14,7 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.dots import FAKE, OWNER, Confirm, Notices, fake_bin, plan, role, until, workdir, worker
+from support.dots import (
+    FAKE,
+    OWNER,
+    Confirm,
+    JsonSupervisor,
+    Notices,
+    fake_bin,
+    plan,
+    role,
+    until,
+    workdir,
+    worker,
+)
 
 from markertools.plans import HostSettings
 from markertools_adapters.dots import Supervisor
@@ -23,7 +35,7 @@ from markertools_adapters.dots import Supervisor
 async def _run(
     tmp: Path, mode: str, body: dict[str, Any], until_pred: Any, after: Any = None, **kw: Any
 ) -> Any:
-    sup = Supervisor(
+    sup = JsonSupervisor(Supervisor(
         tmp / "state",
         codex_bin=fake_bin(tmp, mode),
         confirmer=Confirm(),
@@ -32,7 +44,7 @@ async def _run(
         tick_seconds=0.05,
         request_timeout=10.0,
         **kw,
-    )
+    ))
     await sup.open()
     try:
         view = await sup.start(body, owner=OWNER)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.dots import OWNER, Confirm, plan, role, until, workdir, worker
+from support.dots import OWNER, Confirm, JsonSupervisor, plan, role, until, workdir, worker
 from test_supervisor_faults import fake_bin
 
 from markertools.plans import HostSettings
@@ -42,7 +42,7 @@ class Scripted:
 
 
 async def _open(tmp: Path, clock: Clock, notifier: Scripted) -> Supervisor:
-    sup = Supervisor(
+    sup = JsonSupervisor(Supervisor(
         tmp / "state",
         codex_bin=fake_bin(tmp, "ok"),
         confirmer=Confirm(),
@@ -50,7 +50,7 @@ async def _open(tmp: Path, clock: Clock, notifier: Scripted) -> Supervisor:
         settings=HostSettings(max_concurrent=3, poll_ms=60_000),
         clock=clock,
         tick_seconds=0.02,
-    )
+    ))
     await sup.open()
     return sup
 
@@ -118,7 +118,7 @@ def test_a_failing_notifier_is_retried_after_5_then_10_seconds_and_pauses_the_ru
             await until(lambda: sup.runs[run_id].state.status == "paused")
             times = [t - start for t, _ in notices.calls[:3]]
             assert times[1] == pytest.approx(5.1) and times[2] == pytest.approx(15.2)
-            return run_view(sup.runs[run_id].state)
+            return run_view(sup.runs[run_id].state).to_json()
         finally:
             await sup.close()
 

@@ -1,0 +1,503 @@
+# Owns: `SupervisorCore`, the running half of the orchestration supervisor (seed 004,
+# DOT-1..12, 16, 17): the lifecycle of one state directory (its host lock, reloading
+# every run, ending every child), the journal of every run (events applied through the
+# pure core, made durable in batches before any effect they allow), the one owner of
+# background work (`Background`: faults pause the run with an alert), the tick (launch
+# admission from `plans.admit`, notices, decision timeouts, turn timeouts, quota
+# polls), launching turns (`_launch`) and the callbacks of the workers. The calls a
+# caller makes live in `Supervisor` (`_supervisor.py`), built on this class.
+#
+# Invariants:
+#   Rule 1: a run changes only through `submit` (DOT-1); an event is durable (its log
+#           line fsynced) before any effect it allows: a turn/start, an interrupt, a
+#           notice, a call's answer (`durable()`), and at the end of the loop iteration
+#           otherwise - one fsync per batch of events, not per event.
+#   Rule 2: launch admission is `plans.admit` over every run (DOT-6): at most
+#           `maxConcurrent` turns on the host, never two in one directory.
+#   Rule 3: nothing is ever approved: an approval or input request is refused, its
+#           turn interrupted and its run paused with an alert (DOT-7).
+#   Rule 4: every background task is a child of `Background`; an unexpected exception
+#           in one (or in a worker callback) pauses its run with an alert and leaves the
+#           supervisor running. Waiting is on events, never a sleep loop.
+#   Rule 5: workers end by one path (`end_workers`): a cancel, a finish and a finished
+#           run all use it.
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import Any
+
+from markertools import Msg, msg, summarize_error
+from markertools.plans import (
+    LIVE_ROLE_STATES,
+    Applied,
+    Dropped,
+    Event,
+    Halt,
+    HostSettings,
+    Notice,
+    NotifyResult,
+    QuotaObserved,
+    RunAdmission,
+    RunState,
+    Step,
+    TurnEnded,
+    admit,
+    due_decision_timeouts,
+    due_notices,
+    overdue_turns,
+    validate_host_settings,
+)
+from markertools.plans import (
+    DecisionTimeout as DecisionTimeoutEvent,
+)
+from markertools_adapters._background import Background
+from markertools_adapters.dots._inspect import CodexAccess, summary
+from markertools_adapters.dots._launch import launch_turn
+from markertools_adapters.dots._paths import default_state_dir
+from markertools_adapters.dots._ports import (
+    Confirmer,
+    DeclineAll,
+    DotsError,
+    NoAnswerNotifier,
+    NoticeOut,
+    Notifier,
+    SubagentProvider,
+)
+from markertools_adapters.dots._runslot import RunSlot, new_id
+from markertools_adapters.dots._views import FINISHED, head
+from markertools_adapters.dots._worker import CodexWorker
+from markertools_adapters.planstore import HostLock, HostLockHeld, PlanStore, RunJournal
+
+__all__ = ["LIVE", "RunSlot", "SupervisorCore", "new_id"]
+
+log = logging.getLogger("markertools.dots")
+
+LIVE = LIVE_ROLE_STATES  # roles whose turn holds a slot
+
+
+def checked_settings(settings: HostSettings) -> HostSettings:
+    """PLN-10 on the library path too: settings outside the ranges are refused at
+    construction, not after a user has confirmed a run."""
+    raw = {"maxConcurrent": settings.max_concurrent, "pollMs": settings.poll_ms}
+    check = validate_host_settings(raw)
+    if check.settings is None:
+        issue = check.issues[0]
+        field = issue.path.removeprefix("$.")
+        raise ValueError(f"host settings: {field} {issue.message.render('en')}")
+    return settings
+
+
+class SupervisorCore:
+    """Lifecycle, journal, tick, launching and worker callbacks (see the module)."""
+
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str] | None = None,
+        *,
+        settings: HostSettings | None = None,
+        codex_bin: str | None = None,
+        codex_env: Mapping[str, str] | None = None,
+        confirmer: Confirmer | None = None,
+        notifier: Notifier | None = None,
+        providers: Mapping[str, SubagentProvider] | None = None,
+        clock: Callable[[], float] = time.time,
+        tick_seconds: float = 0.2,
+        request_timeout: float = 60.0,
+        interrupt_grace: float = 10.0,
+        locale: str = "en",
+    ) -> None:
+        self.settings = checked_settings(settings or HostSettings())
+        root = state_dir or self.settings.state_dir or default_state_dir()
+        self.root = Path(root).expanduser()
+        self.confirmer: Confirmer = confirmer or DeclineAll()
+        self.notifier: Notifier = notifier or NoAnswerNotifier()
+        self.providers = dict(providers or {})
+        self.clock = clock
+        self.tick_seconds = tick_seconds
+        self.request_timeout = request_timeout
+        self.interrupt_grace = interrupt_grace
+        self.locale = locale
+        self.codex = CodexAccess(
+            self.root,
+            codex_bin=codex_bin or self.settings.codex_bin,
+            codex_env=codex_env,
+            request_timeout=request_timeout,
+            locale=locale,
+        )
+        self.store: PlanStore | None = None
+        self.lock: HostLock | None = None
+        self.runs: dict[str, RunSlot] = {}
+        self.restart_steps: dict[str, Step] = {}
+        self.background = Background("dots supervisor", on_fault=self._fault, log=log)
+        self._changed = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._dirty: set[str] = set()
+        self._flush_scheduled = False
+        self._last_admitted: str | None = None
+
+    # ---- lifecycle ---------------------------------------------------------------
+
+    async def __aenter__(self) -> SupervisorCore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Take the host lock (DOT-1) and reload every run (DOT-11): live roles are
+        paused, their instructions kept and never re-sent."""
+        try:
+            self.lock = HostLock.acquire(self.root)
+        except HostLockHeld as exc:
+            raise DotsError(str(exc), "stateDir") from None
+        self.store = PlanStore(self.root)
+        for run_id in self.store.run_ids():
+            journal, step = RunJournal.open(
+                self.store, self.lock, run_id, now=self.clock(), restart_event_id=new_id()
+            )
+            self.runs[run_id] = RunSlot(journal)
+            self.restart_steps[run_id] = step
+        await self.background.start()
+        self.background.spawn(self._tick_loop(), name="tick")
+
+    async def close(self) -> None:
+        """Stop driving runs and end every child; runs stay resumable (DOT-16)."""
+        await self.background.close()
+        for run in self.runs.values():
+            for worker in run.workers.values():
+                await worker.close(grace=2.0)
+            run.workers.clear()
+            with contextlib.suppress(Exception):
+                run.journal.sync(checkpoint=True)
+        await self.codex.close()
+        if self.store is not None:
+            self.store.close()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    # ---- faults (Rule 4) ------------------------------------------------------------
+
+    def _fault(self, name: str, exc: BaseException) -> None:
+        """A background task that belongs to no run failed (already logged): the tick
+        restarts itself; anything else is only logged."""
+        if name == "tick" and self.background.running:
+            self.background.spawn(self._tick_loop(), name="tick")
+
+    def run_fault(self, run: RunSlot, what: str, exc: BaseException) -> None:
+        """Rule 4: a task or callback of `run` failed: the run pauses with an alert
+        naming what failed; the supervisor carries on."""
+        log.error("run %s: %s failed", run.run_id, what, exc_info=exc)
+        run.faulted.add(what)  # the tick does not start it again until the run resumes
+        detail = msg("plan.paused.internal", what=what, detail=summarize_error(exc))
+        try:
+            self.halt(run, "internal-error", detail, None)
+            self.durable()
+        except Exception:
+            log.exception("run %s: the fault of %s could not be recorded", run.run_id, what)
+
+    def spawn(self, run: RunSlot, what: str, coro: Coroutine[Any, Any, Any]) -> None:
+        """A background task of `run`, owned by `Background`, its faults the run's.
+        After `close()` (a late callback) the coroutine is closed unrun."""
+        guard = self._run_guard(run, what, coro)
+        if self.background.spawn(guard, name=f"run {run.run_id}: {what}") is None:
+            coro.close()  # closed: the guard was closed unrun, and so is what it guards
+
+    async def _run_guard(self, run: RunSlot, what: str, coro: Coroutine[Any, Any, Any]) -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.run_fault(run, what, exc)
+
+    def guarded(self, run: RunSlot, what: str, call: Callable[[], None]) -> None:
+        """Run a worker callback; an exception is a fault of its run, never the
+        client's reader's."""
+        try:
+            call()
+        except Exception as exc:
+            self.run_fault(run, what, exc)
+
+    # ---- the journal (Rule 1) ---------------------------------------------------------
+
+    def submit(self, run: RunSlot, event: Event) -> Step:
+        step = run.journal.submit(event, self.clock(), durable=False)
+        self._dirty.add(run.run_id)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            with contextlib.suppress(RuntimeError):  # no loop: the caller syncs itself
+                asyncio.get_running_loop().call_soon(self._flush_soon)
+        if isinstance(step.outcome, Applied | Dropped):
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()
+            self._wake.set()
+        if isinstance(step.outcome, Applied) and step.outcome.note is not None:
+            log.info("run %s: %s", run.run_id, step.outcome.note.render("en"))
+        return step
+
+    def _flush_soon(self) -> None:
+        self._flush_scheduled = False
+        try:
+            self.durable()
+        except Exception:
+            log.exception("the run journals could not be synced")
+
+    def durable(self) -> None:
+        """Every event submitted so far is durable (one fsync per run with news)."""
+        dirty, self._dirty = self._dirty, set()
+        for run_id in dirty:
+            run = self.runs.get(run_id)
+            if run is not None:
+                run.journal.sync()
+
+    def halt(self, run: RunSlot, kind: str, detail: Msg, role: str | None) -> None:
+        self.submit(run, Halt(new_id(), kind, detail, role))  # type: ignore[arg-type]
+
+    async def changed(self, timeout: float) -> None:
+        """Wait until any run changes, or `timeout` seconds."""
+        event = self._changed
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, timeout)):
+                await event.wait()
+
+    # ---- the tick ---------------------------------------------------------------------
+
+    async def _tick_loop(self) -> None:
+        """A timer (timeouts, retries and polls are due by the clock), woken early by
+        every change so a dispatched instruction launches at once."""
+        while True:
+            for run in list(self.runs.values()):
+                try:
+                    self._tick_run(run)
+                except Exception as exc:  # Rule 4: a bug in one run's tick pauses that run
+                    self.run_fault(run, "tick", exc)
+            try:
+                self._admit()
+            except Exception:
+                log.exception("launch admission failed")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.tick_seconds):
+                    await self._wake.wait()
+
+    def _tick_run(self, run: RunSlot) -> None:
+        now = self.clock()
+        for notice in due_notices(run.state, now):
+            if notice.event_id not in run.notifying and "notice" not in run.faulted:
+                run.notifying.add(notice.event_id)
+                self.spawn(run, "notice", self._deliver(run, notice))
+        for role, decision in due_decision_timeouts(run.state, now):
+            self.submit(run, DecisionTimeoutEvent(new_id(), role, decision))
+        for role in overdue_turns(run.state, now):
+            if role not in run.timing_out and f"timeout of {role}" not in run.faulted:
+                run.timing_out.add(role)
+                self.spawn(run, f"timeout of {role}", self._time_out(run, role))
+        live_here = any(r.status in LIVE for r in run.state.roles)
+        poll_due = now - run.last_quota_poll >= self.settings.poll_ms / 1000.0
+        if live_here and poll_due and "quota poll" not in run.faulted:
+            run.last_quota_poll = now
+            self.spawn(run, "quota poll", self._poll_quota(run))
+        if run.state.status in FINISHED and run.workers and not live_here and not run.ending:
+            self.spawn(run, "ending workers", self.end_workers(run))
+
+    def cwd_key(self, cwd: str) -> str:
+        """The directory key admission compares (DOT-6)."""
+        from markertools.plans import normalize_cwd
+
+        return normalize_cwd(cwd)
+
+    def _admit(self) -> None:
+        """Launch what `plans.admit` answers (Rule 2)."""
+        runs = [
+            RunAdmission(
+                r.state,
+                frozenset(r.launching),
+                {w.name: self.cwd_key(w.cwd) for w in r.state.proposal.workers},
+            )
+            for r in self.runs.values()
+        ]
+        for admitted in admit(runs, self.settings.max_concurrent, after=self._last_admitted):
+            run = self.runs[admitted.run_id]
+            self._last_admitted = admitted.run_id
+            run.launching.add(admitted.role)
+            self.spawn(run, f"launch of {admitted.role}", self._launch(run, admitted.role))
+
+    async def _launch(self, run: RunSlot, role: str) -> None:
+        try:
+            await launch_turn(self, run, role)
+        finally:
+            run.launching.discard(role)
+            self._wake.set()
+
+    # ---- workers and their callbacks ---------------------------------------------------
+
+    def worker(self, run: RunSlot, role: str) -> CodexWorker:
+        worker = run.workers.get(role)
+        if worker is not None:
+            return worker
+        spec = run.state.proposal.role(role)
+        assert spec is not None and self.codex.checked is not None
+        worker = CodexWorker(
+            self.codex.checked,
+            env=self.codex.child_env(f"{run.run_id}:{role}"),
+            cwd=spec.cwd,
+            on_raw=lambda line: self._raw(run, line),
+            on_turn_end=lambda turn, status, reply: self.guarded(
+                run, f"turn end of {role}", lambda: self._turn_ended(run, role, status, reply)
+            ),
+            on_request=lambda kind, what: self.spawn(
+                run, f"refusal to {role}", self._refused_request(run, role, kind, what)
+            ),
+            on_exit=lambda detail: self.guarded(
+                run, f"exit of {role}", lambda: self._worker_exited(run, role, detail)
+            ),
+            on_rate_limits=self.codex.merge_rate_limits,
+            request_timeout=self.request_timeout,
+        )
+        run.workers[role] = worker
+        return worker
+
+    def _raw(self, run: RunSlot, line: str) -> None:
+        if self.store is not None:
+            try:
+                self.store.append_raw(run.run_id, "notification", self.clock(), line)
+            except OSError:
+                log.exception("could not log a notification of run %s", run.run_id)
+
+    def _turn_ended(self, run: RunSlot, role: str, status: str, reply: str | None) -> None:
+        outcome = "timed_out" if role in run.timing_out else status
+        run.timing_out.discard(role)
+        self.submit(run, TurnEnded(new_id(), role, new_id(), reply, outcome))  # type: ignore[arg-type]
+        # DOT-8: a turn's end is also an observation: its model responses have just
+        # updated the rate limits (`account/rateLimits/updated` precedes turn/completed),
+        # so a threshold crossed by a short turn is seen before its decision goes out
+        limits = self.codex.rate_limits
+        if limits is not None and limits.windows() and run.state.status == "running":
+            self.submit(run, QuotaObserved(new_id(), limits.windows()))
+
+    async def _refused_request(self, run: RunSlot, role: str, kind: str, what: str) -> None:
+        detail = msg("plan.paused.approval", role=role, request=kind, what=what)
+        self.halt(run, "approval", detail, role)
+        self.durable()
+        worker = run.workers.get(role)
+        if worker is not None:
+            await worker.interrupt()
+
+    def _worker_exited(self, run: RunSlot, role: str, detail: str) -> None:
+        current = run.state.role(role)
+        if current is None or current.status not in LIVE or role in run.launching:
+            return  # idle: the next turn starts a new process and resumes the thread
+        self.halt(
+            run, "worker-exit", msg("plan.paused.worker_exit", role=role, detail=detail), role
+        )
+        self.submit(run, TurnEnded(new_id(), role, new_id(), None, "failed"))
+
+    async def _time_out(self, run: RunSlot, role: str) -> None:
+        """DOT-4: interrupt the turn, pause the run; the turn's end is `timed_out`."""
+        current = run.state.role(role)
+        ms = (current.timeout_ms if current else None) or run.state.proposal.timeout_ms
+        self.halt(run, "timeout", msg("plan.paused.timeout", role=role, ms=ms), role)
+        self.durable()
+        worker = run.workers.get(role)
+        if worker is not None and worker.turn_live:
+            await worker.interrupt()
+            # a child that does not answer the interrupt is ended (DOT-3: it stops
+            # answering -> its role pauses); its exit reports the turn as ended
+            if not await worker.turn_over(self.interrupt_grace):
+                await worker.close(grace=1.0)
+                run.workers.pop(role, None)
+                now_role = run.state.role(role)
+                if now_role is not None and now_role.status in LIVE:
+                    run.timing_out.discard(role)
+                    self.submit(run, TurnEnded(new_id(), role, new_id(), None, "timed_out"))
+        elif current is not None and current.status in LIVE and role not in run.launching:
+            run.timing_out.discard(role)  # no turn to interrupt (never started)
+            self.submit(run, TurnEnded(new_id(), role, new_id(), None, "timed_out"))
+
+    async def _poll_quota(self, run: RunSlot) -> None:
+        """DOT-8: the rate-limit read, else the latest update notification."""
+        from markertools_adapters.codex.answers import rate_limits_of_read
+
+        snapshot = None
+        for worker in list(run.workers.values()):
+            if worker.client is None or not worker.client.running:
+                continue
+            try:
+                snapshot = rate_limits_of_read(await worker.client.rate_limits_read())
+            except Exception:
+                continue
+            if snapshot is not None:
+                self.codex.rate_limits = (
+                    snapshot if self.codex.rate_limits is None
+                    else self.codex.rate_limits.merged(snapshot)
+                )
+                break
+        limits = self.codex.rate_limits
+        self.submit(run, QuotaObserved(new_id(), limits.windows() if limits else ()))
+
+    async def _deliver(self, run: RunSlot, notice: Notice) -> None:
+        self.durable()  # the event that queued the notice is durable before it goes out
+        out = self.notice_out(run.state, notice)
+        error: str | None = None
+        try:
+            answer = await self.notifier.notify(out)
+        except Exception as exc:
+            answer, error = "failed", summary(exc)
+        finally:
+            run.notifying.discard(notice.event_id)
+        if answer not in ("delivered", "failed", "offline"):
+            answer, error = "failed", f"notifier answered {answer!r}"
+        self.submit(run, NotifyResult(new_id(), notice.event_id, answer, error))
+
+    def notice_out(self, state: RunState, notice: Notice) -> NoticeOut:
+        role = state.role(notice.role) if notice.role else None
+        text = msg(
+            f"dots.notice.{notice.kind}", role=notice.role, decision=notice.decision_id
+        ).render(self.locale)
+        if notice.detail is not None:
+            text = msg(
+                "dots.notice.with_detail", text=text, detail=notice.detail.render(self.locale)
+            ).render(self.locale)
+        return NoticeOut(
+            notice_id=notice.event_id,
+            run_id=state.run_id,
+            owner=state.owner,
+            kind=notice.kind,
+            role=notice.role,
+            decision_id=notice.decision_id,
+            text=text,
+            reply_head=head(role.last_reply) if role else None,
+        )
+
+    async def end_workers(self, run: RunSlot) -> None:
+        """Rule 5, the one path: interrupt live turns, wait (on changes) for them to
+        end, end the processes, settle the roles still live."""
+        run.ending = True
+        try:
+            workers = list(run.workers.items())
+            for _, worker in workers:
+                await worker.interrupt()
+            deadline = time.monotonic() + 3.0
+            while any(r.status in LIVE for r in run.state.roles):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                await self.changed(left)
+            for name, worker in workers:
+                await worker.close(grace=2.0)
+                if run.workers.get(name) is worker:
+                    del run.workers[name]
+            for role in run.state.roles:
+                if role.status in LIVE:
+                    self.submit(run, TurnEnded(new_id(), role.name, new_id(), None, "interrupted"))
+            self.durable()
+        finally:
+            run.ending = False
