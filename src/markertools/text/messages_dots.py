@@ -108,6 +108,17 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "conversation",
         "zh": "工作者 {worker}：对话 {thread} 属于另一个会话中未结束的运行",
     },
+    "dots.err.max_runs": {
+        "en": "this host already has {n} unfinished run(s) (maxRuns {max}): finish or cancel "
+        "one before starting another; nothing was asked or started",
+        "zh": "本机已有 {n} 个未结束的运行（maxRuns 为 {max}）：请先完成或取消一个再启动新的；"
+        "未询问也未启动任何内容",
+    },
+    "dots.err.worker_reads": {
+        "en": "{tool} is refused inside worker {worker} of a dots run: a worker reads no "
+        "threads of this machine",
+        "zh": "在 dots 运行的工作者 {worker} 内拒绝 {tool}：工作者不读取本机的任何对话",
+    },
     "dots.err.thread_unreadable": {
         "en": "worker {worker}: thread {thread} cannot be read: {detail}",
         "zh": "工作者 {worker}：无法读取对话 {thread}：{detail}",

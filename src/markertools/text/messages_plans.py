@@ -245,6 +245,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "the supervisor failed while {what} ({detail}); the run is paused and can be resumed",
         "zh": "监督器在{what}时出错（{detail}）；运行已暂停，可以恢复",
     },
+    "plan.paused.directory_taken": {
+        "en": "role {role}: its directory {cwd} is now the directory of the live turn of {other} (a path changed since the launch was admitted); the turn was not started",
+        "zh": "角色 {role}：其目录 {cwd} 现在是 {other} 正在运行的轮次的目录（准入后路径发生了变化）；未启动本轮",
+    },
     "plan.paused.user": {"en": "paused on request", "zh": "按请求暂停"},
     "plan.paused.turn_limit": {
         "en": "turn limit reached: {used} of {max} turns used",

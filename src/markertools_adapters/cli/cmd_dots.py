@@ -55,14 +55,37 @@ MaxConcurrent = Annotated[
     int, typer.Option("--max-concurrent", help="turns at once on this host, 1 to 3")
 ]
 PollMs = Annotated[int, typer.Option("--poll-ms", help="quota check interval in ms, at least 1000")]
+MaxRuns = Annotated[
+    int, typer.Option("--max-runs", help="unfinished runs this host takes, 1 to 64")
+]
+IdleMs = Annotated[
+    int,
+    typer.Option(
+        "--idle-ms", help="an idle role's app-server ends after this many ms (0 to 3600000)"
+    ),
+]
+OPTIONS = {
+    "maxConcurrent": "--max-concurrent",
+    "pollMs": "--poll-ms",
+    "maxRuns": "--max-runs",
+    "idleMs": "--idle-ms",
+}
 
 
-def host_settings(max_concurrent: int, poll_ms: int) -> HostSettings:
+def host_settings(
+    max_concurrent: int, poll_ms: int, max_runs: int = 8, idle_ms: int = 60_000
+) -> HostSettings:
     """PLN-10 settings from the options, or a usage error naming the option."""
-    check = validate_host_settings({"maxConcurrent": max_concurrent, "pollMs": poll_ms})
+    raw = {
+        "maxConcurrent": max_concurrent,
+        "pollMs": poll_ms,
+        "maxRuns": max_runs,
+        "idleMs": idle_ms,
+    }
+    check = validate_host_settings(raw)
     if check.settings is None:
         issue = check.issues[0]
-        option = "--max-concurrent" if "maxConcurrent" in issue.path else "--poll-ms"
+        option = next((o for k, o in OPTIONS.items() if k in issue.path), "--max-concurrent")
         fail(f"{option}: {issue.message.render('en')}")
     return check.settings
 
@@ -72,11 +95,13 @@ def make_supervisor(
     codex_bin: str | None,
     max_concurrent: int,
     poll_ms: int,
+    max_runs: int = 8,
+    idle_ms: int = 60_000,
     **kw: Any,
 ) -> Supervisor:
     return Supervisor(
         state_dir or default_state_dir(),
-        settings=host_settings(max_concurrent, poll_ms),
+        settings=host_settings(max_concurrent, poll_ms, max_runs, idle_ms),
         codex_bin=codex_bin,
         **kw,
     )
@@ -107,6 +132,8 @@ def run_cmd(
     codex_bin: CodexBin = None,
     max_concurrent: MaxConcurrent = 3,
     poll_ms: PollMs = 30_000,
+    max_runs: MaxRuns = 8,
+    idle_ms: IdleMs = 60_000,
     as_json: Annotated[bool, typer.Option("--json", help="print the final status as JSON")] = False,
 ) -> None:
     """Run a plan in the foreground: two confirmations, then a live view and, after
@@ -133,6 +160,8 @@ def run_cmd(
         codex_bin,
         max_concurrent,
         poll_ms,
+        max_runs,
+        idle_ms,
         confirmer=TerminalConfirmer(keyboard),
         notifier=notifier,
     )

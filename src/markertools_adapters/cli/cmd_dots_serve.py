@@ -22,7 +22,9 @@ import typer
 from markertools_adapters.cli._app import dots_app, fail
 from markertools_adapters.cli.cmd_dots import (
     CodexBin,
+    IdleMs,
     MaxConcurrent,
+    MaxRuns,
     PollMs,
     StateDir,
     host_settings,
@@ -42,6 +44,8 @@ def serve_cmd(
     codex_bin: CodexBin = None,
     max_concurrent: MaxConcurrent = 3,
     poll_ms: PollMs = 30_000,
+    max_runs: MaxRuns = 8,
+    idle_ms: IdleMs = 60_000,
     conversation: Annotated[
         str | None,
         typer.Option(
@@ -61,7 +65,7 @@ def serve_cmd(
     """The orchestration supervisor as an MCP server on stdio: the nine dots_* tools."""
     from markertools_adapters.dots.mcp import DotsMcp
 
-    host_settings(max_concurrent, poll_ms)  # a usage error before anything starts
+    host_settings(max_concurrent, poll_ms, max_runs, idle_ms)  # a usage error first
     if conversation is not None and not conversation.strip():
         fail("--conversation: must be a non-empty string")
     if notify_command is not None and not notify_command.strip():
@@ -70,10 +74,18 @@ def serve_cmd(
         stream=sys.stderr, level=logging.WARNING, format="markertools dots serve: %(message)s"
     )
     root: Path | None = state_dir
-    worker = os.environ.get(WORKER_ENV) or None
+    # the variable's presence is worker mode, whatever its value (an empty value too)
+    worker = (os.environ[WORKER_ENV] or "(unnamed)") if WORKER_ENV in os.environ else None
     dots = DotsMcp(
         lambda confirmer, notifier: make_supervisor(
-            root, codex_bin, max_concurrent, poll_ms, confirmer=confirmer, notifier=notifier
+            root,
+            codex_bin,
+            max_concurrent,
+            poll_ms,
+            max_runs,
+            idle_ms,
+            confirmer=confirmer,
+            notifier=notifier,
         ),
         conversation=conversation,
         notify_command=notify_command,

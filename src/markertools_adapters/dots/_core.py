@@ -50,6 +50,7 @@ from markertools.plans import (
     admit,
     due_decision_timeouts,
     due_notices,
+    normalize_cwd,
     overdue_turns,
     validate_host_settings,
 )
@@ -79,12 +80,18 @@ __all__ = ["LIVE", "RunSlot", "SupervisorCore", "new_id"]
 log = logging.getLogger("markertools.dots")
 
 LIVE = LIVE_ROLE_STATES  # roles whose turn holds a slot
+MAX_REPLY_CHARS = 65_536  # the head of a reply the run keeps (the decision shows 200)
 
 
 def checked_settings(settings: HostSettings) -> HostSettings:
     """PLN-10 on the library path too: settings outside the ranges are refused at
     construction, not after a user has confirmed a run."""
-    raw = {"maxConcurrent": settings.max_concurrent, "pollMs": settings.poll_ms}
+    raw = {
+        "maxConcurrent": settings.max_concurrent,
+        "pollMs": settings.poll_ms,
+        "maxRuns": settings.max_runs,
+        "idleMs": settings.idle_ms,
+    }
     check = validate_host_settings(raw)
     if check.settings is None:
         issue = check.issues[0]
@@ -307,12 +314,47 @@ class SupervisorCore:
             self.spawn(run, "quota poll", self._poll_quota(run))
         if run.state.status in FINISHED and run.workers and not live_here and not run.ending:
             self.spawn(run, "ending workers", self.end_workers(run))
+        elif run.workers:
+            self._end_idle_workers(run)
+
+    def _end_idle_workers(self, run: RunSlot) -> None:
+        """Issue 26: a role with no live turn keeps no process beyond `idleMs`; its next
+        turn starts a new app-server and resumes the thread by id (DOT-3, DOT-12)."""
+        now = time.monotonic()
+        limit = self.settings.idle_ms / 1000.0
+        for name, worker in list(run.workers.items()):
+            role = run.state.role(name)
+            if role is None or role.status in LIVE or name in run.launching:
+                continue
+            if worker.alive and worker.idle_for(now) >= limit:
+                worker.idle_since = None  # once
+                self.spawn(run, f"ending the idle worker {name}", worker.close(grace=2.0))
 
     def cwd_key(self, cwd: str) -> str:
-        """The directory key admission compares (DOT-6)."""
-        from markertools.plans import normalize_cwd
+        """The directory key admission compares (DOT-6): the real path, every symlink
+        resolved, so a directory and a link to it are one directory. A path that cannot
+        be resolved is compared as written."""
+        try:
+            return normalize_cwd(os.path.realpath(cwd))
+        except (OSError, ValueError):
+            return normalize_cwd(cwd)
 
-        return normalize_cwd(cwd)
+    def directory_taken(self, run: RunSlot, role: str) -> str | None:
+        """DOT-6 again, just before a turn starts: the role (run/role) whose live turn is
+        now in this role's directory (a path changed since admission), or None."""
+        spec = run.state.proposal.role(role)
+        if spec is None:
+            return None
+        key = self.cwd_key(spec.cwd)
+        for other in self.runs.values():
+            for r in other.state.roles:
+                if other is run and r.name == role:
+                    continue
+                busy = r.status in LIVE or r.name in other.launching
+                other_spec = other.state.proposal.role(r.name)
+                if busy and other_spec is not None and self.cwd_key(other_spec.cwd) == key:
+                    return f"{other.run_id}/{r.name}"
+        return None
 
     def _admit(self) -> None:
         """Launch what `plans.admit` answers (Rule 2)."""
@@ -375,6 +417,8 @@ class SupervisorCore:
     def _turn_ended(self, run: RunSlot, role: str, status: str, reply: str | None) -> None:
         outcome = "timed_out" if role in run.timing_out else status
         run.timing_out.discard(role)
+        if reply is not None and len(reply) > MAX_REPLY_CHARS:  # the journal stays bounded
+            reply = reply[:MAX_REPLY_CHARS] + f"\n[... {len(reply) - MAX_REPLY_CHARS} characters not kept]"
         self.submit(run, TurnEnded(new_id(), role, new_id(), reply, outcome))  # type: ignore[arg-type]
         # DOT-8: a turn's end is also an observation: its model responses have just
         # updated the rate limits (`account/rateLimits/updated` precedes turn/completed),

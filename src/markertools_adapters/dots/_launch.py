@@ -43,6 +43,8 @@ class LaunchHost(Protocol):
 
     def durable(self) -> None: ...
 
+    def directory_taken(self, run: RunSlot, role: str) -> str | None: ...
+
 
 async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
     """Launch `role`'s next turn (the caller has admitted it and marked it launching)."""
@@ -74,6 +76,12 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         if payload is None:  # the launch paused the run (turn limit)
             return
         core.durable()  # Rule 1
+        taken = core.directory_taken(run, role)
+        if taken is not None:  # DOT-6: the directory changed hands since admission
+            detail = msg("plan.paused.directory_taken", role=role, cwd=payload.cwd, other=taken)
+            core.halt(run, "launch-failed", detail, role)
+            core.submit(run, TurnEnded(new_id(), role, new_id(), None, "failed", started=False))
+            return
         text = instruction_text(core, payload.instruction, payload.inputs)
         try:
             thread_id = await worker.open_thread(
@@ -83,7 +91,7 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         except Exception as exc:
             detail = msg("plan.paused.launch_failed", role=role, detail=summary(exc))
             core.halt(run, "launch-failed", detail, role)
-            core.submit(run, TurnEnded(new_id(), role, new_id(), None, "failed"))
+            core.submit(run, TurnEnded(new_id(), role, new_id(), None, "failed", started=False))
             return
         core.submit(run, TurnStarted(new_id(), role, thread_id, turn_id))
         worker.flush_early_end()

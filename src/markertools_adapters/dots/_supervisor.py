@@ -154,6 +154,11 @@ class Supervisor(SupervisorCore):
                 raise self._err(
                     key, "proposal.workers.backend", worker=repr(role.name), backend=repr(role.backend)
                 )
+        unfinished = [r for r in self.runs.values() if r.state.status not in FINISHED]
+        if len(unfinished) >= self.settings.max_runs:  # issue 26: a bounded host, asked nothing
+            raise self._err(
+                "dots.err.max_runs", "proposal", n=len(unfinished), max=self.settings.max_runs
+            )
         await self.codex.binary()
         taken = self.owned_threads()
         heads: dict[str, tuple[HistoryTurn, ...]] = {}
@@ -165,6 +170,13 @@ class Supervisor(SupervisorCore):
                 continue
             owner_run = taken.get(tid)
             if owner_run is not None:
+                if owner_run.state.owner != owner:  # DOT-15: another conversation's run id stays its own
+                    raise self._err(
+                        "dots.err.thread_owned_elsewhere",
+                        "proposal.workers.existingThreadId",
+                        worker=repr(role.name),
+                        thread=tid,
+                    )
                 raise self._err(
                     "dots.err.thread_owned",
                     "proposal.workers.existingThreadId",

@@ -79,6 +79,9 @@ from markertools_adapters.planstore import make_state_dir
 log = logging.getLogger("markertools.dots.mcp")
 
 CONVERSATION_META_KEY: Final[str] = "markertools/conversation"
+# In worker mode a server answers dots_probe and dots_status (of nothing) only: listing
+# or reading the machine's threads would show a worker other projects' conversations.
+WORKER_UNREADABLE: Final[frozenset[str]] = frozenset({"dots_threads", "dots_thread_read"})
 SERVER_NAME: Final[str] = "markertools-dots"
 INSTRUCTIONS: Final[str] = (
     "Orchestrate Codex workers: dots_probe / dots_threads to look around, dots_start with "
@@ -271,6 +274,9 @@ class DotsMcp:
         owner: str | None = None
         try:
             owner, _ = self._owner(ctx)
+            if tool in WORKER_UNREADABLE and self.worker is not None:
+                text = self._say("dots.err.worker_reads", tool=tool, worker=self.worker)
+                raise DotsError(text, None)
             if tool in MUTATING and self.worker is not None:
                 text = self._say("dots.err.worker_mode", tool=tool, worker=self.worker, env=WORKER_ENV)
                 raise DotsError(text, None)
