@@ -131,3 +131,15 @@ def test_the_control_character_set_at_its_edges() -> None:
     assert [hex(c) for c in outside if is_control_character(chr(c))] == []
     assert has_control_characters("gpt-5\u202e") and not has_control_characters("模型 gpt-5")
     assert first_control_character("ab\tc\n") == 2 and first_control_character("abc") is None
+
+
+@pytest.mark.rule("PLN-2")
+def test_a_lone_surrogate_in_a_name_or_model_is_refused_not_printed() -> None:
+    """`"\\ud800"` is valid JSON but no character: a name holding one could not even
+    be printed (`plan validate` failed with an internal error before)."""
+    raw = proposal_dict([role_dict("r\ud800", model="m\udfff")], goal="free \ud800 text")
+    reason = "must not contain a lone surrogate (not a character; it cannot be shown): "
+    assert issues(raw) == [
+        ("$.workers[0].name", reason + "found U+D800 at character 2"),
+        ("$.workers[0].model", reason + "found U+DFFF at character 2"),
+    ]

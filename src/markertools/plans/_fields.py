@@ -163,8 +163,9 @@ def string() -> Checker:
 
 
 def plain_string() -> Checker:
-    """A non-blank string without control characters (Rule 5): a name, an id, a model,
-    a path, a bucket: a value shown inside a line that must stay one line."""
+    """A non-blank string without control characters (Rule 5) or lone surrogates: a
+    name, an id, a model, a path, a bucket: a value shown inside a line that must stay
+    one line (and be printable at all)."""
     text = string()
 
     def check(value: object, path: str, issues: Issues) -> object:
@@ -174,6 +175,10 @@ def plain_string() -> Checker:
         refusal = control_character_issue(got)
         if refusal is not None:
             issues.add(path, refusal)
+            return INVALID
+        lone = next((i for i, c in enumerate(got) if 0xD800 <= ord(c) <= 0xDFFF), None)
+        if lone is not None:  # `\ud800` in JSON: not a character, cannot be printed
+            issues.add(path, msg("plan.surrogate", char=f"U+{ord(got[lone]):04X}", index=lone + 1))
             return INVALID
         return got
 

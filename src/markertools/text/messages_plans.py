@@ -83,6 +83,11 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "controls): found {char} at character {index}",
         "zh": "不得包含控制字符（换行、制表符、转义符、双向控制符）：第 {index} 个字符为 {char}",
     },
+    "plan.surrogate": {
+        "en": "must not contain a lone surrogate (not a character; it cannot be shown): "
+        "found {char} at character {index}",
+        "zh": "不得包含孤立代理项（不是字符，无法显示）：第 {index} 个字符为 {char}",
+    },
     "plan.name_form": {
         "en": "role name {got} must not have surrounding whitespace",
         "zh": "角色名 {got} 不得有首尾空白",

@@ -32,6 +32,7 @@ SPOOFS: list[tuple[str, dict[str, str], str]] = [
     ("line separator", {"plan": f"a\u2028{FAKE_LIMITS}\u2029{FAKE_HEADER}"}, "\\u2028"),
     ("C1 next line", {"instruction": f"a\x85{FAKE_LIMITS}"}, "\\x85"),
     ("CRLF lines", {"goal": f"a\r\n{FAKE_HEADER}\r\n{FAKE_LIMITS}"}, ""),
+    ("lone surrogate", {"role": "a\ud800b"}, "\\ud800"),  # printable only escaped
 ]
 
 
