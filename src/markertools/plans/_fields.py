@@ -14,8 +14,8 @@
 #           escaped, so hostile text cannot forge extra lines in a report.
 #   Rule 5: one definition of a control character (`is_control_character`: C0, DEL,
 #           C1, the line and paragraph separators, the bidi controls); names, ids,
-#           models, paths and buckets refuse them (`plain_string`), free text keeps
-#           them and whoever shows it escapes them.
+#           models, paths and buckets refuse them and lone surrogates (`plain_string`),
+#           free text keeps them and whoever shows it escapes them.
 from __future__ import annotations
 
 import difflib

@@ -63,7 +63,7 @@ def free_text(text: str, indent: str, locale: str) -> list[str]:
     header): line breaks start a new prefixed line, a line wider than WRAP_COLUMNS
     continues on the next, control characters are escaped. At most FREE_TEXT_LINES
     lines and FREE_TEXT_CHARS characters; the rest is counted in a last line
-    "(N more characters)" (the request's details carry the whole text)."""
+    "(N more characters, not shown)" (the request's details carry the whole text)."""
     text = text.replace("\r\n", "\n")
     out: list[str] = []
     current: list[str] = []
