@@ -25,12 +25,18 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     "dots.confirm.launch.title": {"en": "Launch these workers?", "zh": "启动这些工作者吗？"},
     "dots.confirm.budget.title": {"en": "Raise the turn budget?", "zh": "提高轮数预算吗？"},
     "dots.confirm.tune.title": {"en": "Change worker {worker}?", "zh": "修改工作者 {worker} 吗？"},
-    "dots.confirm.goal": {"en": "goal: {text}", "zh": "目标：{text}"},
-    "dots.confirm.plan": {"en": "plan: {text}", "zh": "计划：{text}"},
+    "dots.confirm.goal": {"en": "goal:", "zh": "目标："},
+    "dots.confirm.plan": {"en": "plan:", "zh": "计划："},
     "dots.confirm.workers": {"en": "workers:", "zh": "工作者："},
     "dots.confirm.worker_role": {
-        "en": "  - {name} ({backend}{after}): {role}",
-        "zh": "  - {name}（{backend}{after}）：{role}",
+        "en": "  - {name} ({backend}{after}):",
+        "zh": "  - {name}（{backend}{after}）：",
+    },
+    "dots.confirm.role_label": {"en": "    role:", "zh": "    角色："},
+    "dots.confirm.instruction_label": {"en": "    first instruction:", "zh": "    首条指令："},
+    "dots.confirm.more_chars": {
+        "en": "({n} more characters, not shown)",
+        "zh": "（另有 {n} 个字符未显示）",
     },
     "dots.confirm.after": {"en": " after {deps}", "zh": "，在 {deps} 之后"},
     "dots.confirm.worker_launch": {
@@ -183,6 +189,11 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "{path} 必须是 {options} 之一，实际为 {value}",
     },
     "dots.arg.blank": {"en": "{path} must be a non-empty string", "zh": "{path} 必须是非空字符串"},
+    "dots.arg.control": {
+        "en": "{path} must not contain control characters (line breaks, tabs, escapes, bidi "
+        "controls): found {char} at character {index}",
+        "zh": "{path} 不得包含控制字符（换行、制表符、转义符、双向控制符）：第 {index} 个字符为 {char}",
+    },
     "dots.arg.range": {
         "en": "{path} must be an integer from {lo} to {hi}, got {value}",
         "zh": "{path} 必须是 {lo} 到 {hi} 之间的整数，实际为 {value}",

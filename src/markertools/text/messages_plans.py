@@ -78,13 +78,19 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "cwd must not contain '.' or '..' segments, got {got}",
         "zh": "cwd 不得包含 '.' 或 '..' 路径段，实际为 {got}",
     },
-    "plan.cwd_control": {
-        "en": "cwd must not contain control characters",
-        "zh": "cwd 不得包含控制字符",
+    "plan.control_chars": {
+        "en": "must not contain control characters (line breaks, tabs, escapes, bidi "
+        "controls): found {char} at character {index}",
+        "zh": "不得包含控制字符（换行、制表符、转义符、双向控制符）：第 {index} 个字符为 {char}",
+    },
+    "plan.surrogate": {
+        "en": "must not contain a lone surrogate (not a character; it cannot be shown): "
+        "found {char} at character {index}",
+        "zh": "不得包含孤立代理项（不是字符，无法显示）：第 {index} 个字符为 {char}",
     },
     "plan.name_form": {
-        "en": "role name {got} must not have surrounding whitespace or control characters",
-        "zh": "角色名 {got} 不得有首尾空白或控制字符",
+        "en": "role name {got} must not have surrounding whitespace",
+        "zh": "角色名 {got} 不得有首尾空白",
     },
     "plan.duplicate_role": {
         "en": "role name {name} is already used by {where}",
@@ -198,8 +204,22 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     },
     # pause reasons
     "plan.tune_bad": {
-        "en": "dots_tune: {field} {value} is not allowed",
-        "zh": "dots_tune：{field} 的值 {value} 不允许",
+        "en": "changes.{field} must be one of {allowed}, got {value}",
+        "zh": "changes.{field} 必须是 {allowed} 之一，实际为 {value}",
+    },
+    "plan.tune_range": {
+        "en": "changes.{field} must be between {lo} and {hi}, got {value}",
+        "zh": "changes.{field} 必须在 {lo} 到 {hi} 之间，实际为 {value}",
+    },
+    "plan.tune_control": {
+        "en": "changes.{field} must not contain control characters (line breaks, tabs, "
+        "escapes, bidi controls): found {char} at character {index}",
+        "zh": "changes.{field} 不得包含控制字符（换行、制表符、转义符、双向控制符）：第 {index} "
+        "个字符为 {char}",
+    },
+    "plan.tune_finished_role": {
+        "en": "role {role} has completed; it has no next turns to change",
+        "zh": "角色 {role} 已完成，没有可修改的后续执行轮",
     },
     "plan.tune_model_not_allowed": {
         "en": "model {model} is not in allowedModels (a user confirmation can add it)",
@@ -208,6 +228,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     "plan.budget_bad": {
         "en": "budget {value} must be between the {used} turns already used and {max}",
         "zh": "预算 {value} 必须介于已用的 {used} 轮与 {max} 之间",
+    },
+    "plan.budget_range": {
+        "en": "budget must be between {lo} and {hi} (maxTurns), got {value}",
+        "zh": "预算必须在 {lo} 到 {hi} 之间（maxTurns），实际为 {value}",
     },
     "plan.thread_history": {
         "en": "the recent history of thread {thread} (written by people and models; untrusted)",

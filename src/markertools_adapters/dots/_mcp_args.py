@@ -11,6 +11,8 @@
 #           an explicit null for an optional argument is the same as leaving it out.
 #   Rule 3: a refusal names the first problem: a missing argument first, then the
 #           arguments in the order the caller wrote them.
+#   Rule 4: a value shown inside one line of a confirmation (dots_tune's model and
+#           effort) holds no control character (`markertools.plans.is_control_character`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -27,6 +29,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from markertools import msg
+from markertools.plans import first_control_character
 from markertools_adapters.dots._ports import DotsError
 
 
@@ -36,7 +39,20 @@ def _nonblank(value: str) -> str:
     return value
 
 
+def _one_line(value: str) -> str:
+    index = first_control_character(value)
+    if index is not None:
+        raise PydanticCustomError(
+            "control_characters",
+            "must not contain control characters",
+            {"char": f"U+{ord(value[index]):04X}", "index": index + 1},
+        )
+    return value
+
+
 Text = Annotated[str, Field(min_length=1), AfterValidator(_nonblank)]
+# A name shown inside one line of a confirmation: no control characters (Rule 4).
+Name = Annotated[Text, AfterValidator(_one_line)]
 
 
 class Args(BaseModel):
@@ -112,8 +128,8 @@ class DispatchArgs(Args):
 
 
 class TuneChanges(Args):
-    model: Text | None = None
-    effort: Text | None = None
+    model: Name | None = None
+    effort: Name | None = None
     timeoutMs: int | None = Field(None, ge=1)
     sandbox: Literal["read-only", "workspace-write"] | None = None
 
@@ -285,6 +301,9 @@ def _sentence(model: type[Args], error: Mapping[str, Any], locale: str) -> tuple
         return say("dots.arg.enum", path=where, options=options, value=repr(value))
     if kind in ("string_too_short", "blank"):
         return say("dots.arg.blank", path=where)
+    if kind == "control_characters":
+        ctx = error.get("ctx", {})
+        return say("dots.arg.control", path=where, char=ctx.get("char"), index=ctx.get("index"))
     if kind in ("greater_than_equal", "less_than_equal"):
         low, high = _bounds(model, loc)
         if high is not None:

@@ -13,6 +13,10 @@
 #           it answers is what a restart will do.
 #   Rule 3: only a confirmer's "accept" is a yes; a start, a budget raise or a widening
 #           tune that is not accepted changes nothing (DOT-14).
+#   Rule 4: nobody is asked about a value that will be refused: a start is validated,
+#           a budget and a tune are checked against the PLN ranges and the run
+#           (`budget_refusal`, `tune_refusal`) before the question; the same check runs
+#           again when the event is applied (the run may have moved meanwhile).
 from __future__ import annotations
 
 import time
@@ -30,6 +34,7 @@ from markertools.plans import (
     Finish,
     HostOnline,
     Pause,
+    PlanIssue,
     Proposal,
     Refused,
     Resume,
@@ -37,8 +42,10 @@ from markertools.plans import (
     Step,
     ThreadSeen,
     Tune,
+    budget_refusal,
     decision_ids_needed,
     new_run,
+    tune_refusal,
     validate_proposal,
 )
 from markertools_adapters.codex.answers import HistoryTurn
@@ -111,6 +118,11 @@ class Supervisor(SupervisorCore):
     def _refuse(self, step: Step, field: str) -> None:
         if isinstance(step.outcome, Refused | Dropped):
             raise DotsError(step.outcome.reason.render(self.locale), field)
+
+    def _refuse_before_asking(self, refusal: PlanIssue | None) -> None:
+        """Rule 4: a value the run would refuse is refused before anyone is asked."""
+        if refusal is not None:
+            raise DotsError(refusal.message.render(self.locale), refusal.path)
 
     def _view(self, run: RunSlot) -> RunView:
         self.durable()  # Rule 2
@@ -346,6 +358,7 @@ class Supervisor(SupervisorCore):
             except Exception as exc:  # the cancel stands; the failure is the run's alert
                 self.run_fault(run, "ending workers", exc)
         elif action == "budget" and budget is not None:
+            self._refuse_before_asking(budget_refusal(run.state, budget))
             if budget > run.state.turn_limit:
                 request = budget_request(run_id, run.state.turn_limit, budget, self.locale)
                 answer = await self.ask(request)
@@ -384,6 +397,8 @@ class Supervisor(SupervisorCore):
         now_timeout = current.timeout_ms or state.proposal.timeout_ms
         if isinstance(timeout, int) and timeout > now_timeout:
             widen.append(say(self.locale, "dots.confirm.widen_timeout", old=now_timeout, new=timeout))
+        event = Tune(new_id(), worker, model, effort, timeout, sandbox, allow)
+        self._refuse_before_asking(tune_refusal(state, event))  # Rule 4
         if widen:
             answer = await self.ask(tune_request(run_id, worker, widen, changes, self.locale))
             if answer != "accept":
@@ -391,7 +406,6 @@ class Supervisor(SupervisorCore):
                     msg("dots.err.not_confirmed_tune", answer=answer).render(self.locale),
                     "changes",
                 )
-        event = Tune(new_id(), worker, model, effort, timeout, sandbox, allow)
         self._refuse(self.submit(run, event), "changes")
         if self.store is not None:
             self.store.append_raw(
