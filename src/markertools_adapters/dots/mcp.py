@@ -30,6 +30,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import uuid
@@ -37,6 +38,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.tools import Tool
@@ -195,6 +197,7 @@ class DotsMcp:
             lifespan=self._lifespan,
             subscriptions=self.bus,
             version=markertools.__version__,  # serverInfo.version of initialize
+            middleware=[_short_names],
         )
         self.server.resource(
             RUN_URI.replace("{runId}", "{run_id}"),
@@ -453,6 +456,27 @@ class DotsMcp:
         view["uri"] = run_uri(run_id)
         view["pendingDecisions"] = self._pending(owner)
         return json.dumps(view, ensure_ascii=False)
+
+
+MAX_URI_CHARS: Final[int] = len(run_uri("")) + MAX_ID_CHARS
+_ECHOED: Final[dict[str, tuple[str, int]]] = {  # what the SDK itself echoes when unknown
+    "tools/call": ("name", SHOWN_CHARS),
+    "resources/read": ("uri", MAX_URI_CHARS),
+}
+
+
+async def _short_names(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Rule 4 where the SDK writes the message: a tool name or resource URI too long to
+    be one of ours goes on as its head and length, so "Unknown tool: ..." and "Unknown
+    resource: ..." (and the error's `data.uri`) stay short."""
+    params = ctx.params
+    echoed = _ECHOED.get(ctx.method)
+    if echoed is not None and isinstance(params, Mapping):
+        key, limit = echoed
+        value = params.get(key)
+        if isinstance(value, str) and len(value) > limit:
+            ctx = dataclasses.replace(ctx, params={**params, key: shown(value)})
+    return await call_next(ctx)
 
 
 _OPTIONS: Final[dict[str, frozenset[str]]] = {

@@ -32,8 +32,8 @@ def _without_additions(schema: Any, before: Any) -> Any:
             if k != "default" and not (k in BOUNDS and k not in was)
         }
     if isinstance(schema, list):
-        was_list = before if isinstance(before, list) else []
-        return [_without_additions(v, b) for v, b in zip(schema, was_list + [None] * len(schema))]
+        was = before if isinstance(before, list) and len(before) == len(schema) else [None] * len(schema)
+        return [_without_additions(v, b) for v, b in zip(schema, was, strict=True)]
     return schema
 
 
