@@ -300,8 +300,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "无效请求：数字超过 {digits} 位",
     },
     "dots.rpc.too_many": {
-        "en": "invalid request: more than {max} arrays and objects in one message",
-        "zh": "无效请求：一条消息中的数组和对象超过 {max} 个",
+        "en": "invalid request: more than {max} values in one message",
+        "zh": "无效请求：一条消息中的值超过 {max} 个",
     },
     "dots.rpc.batch": {
         "en": "invalid request: this connection's MCP version has no JSON-RPC batches (only "

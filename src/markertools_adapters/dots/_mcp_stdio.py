@@ -11,9 +11,10 @@
 #     first ID_SCAN_BYTES show it, else dropped with a log line; never held in memory;
 #   - not JSON: -32700 with id null;
 #   - JSON but not a JSON-RPC message (no/wrong `jsonrpc`, an id that is neither a
-#     string nor an integer, `params` not an object, too deep, too many arrays and
-#     objects, a number beyond 4300 digits): -32600 with the id when it is readable,
-#     else null (array params of a request: -32602); a notification never gets a reply;
+#     string nor an integer, `params` not an object, too deep, more than MAX_STRUCTURE
+#     values, a number beyond 4300 digits): -32600 with the id when it is readable,
+#     else null (array params of a request: -32602); a notification or a response
+#     never gets a reply;
 #   - a batch (a JSON array): MCP had batches only in 2025-03-26; on a connection that
 #     negotiated it, the batch is served and its responses are written as one array;
 #     otherwise every request in it gets -32600 with its id (one line each), or one
@@ -59,7 +60,7 @@ from markertools import msg
 log = logging.getLogger("markertools.dots.mcp")
 
 MAX_MESSAGE_BYTES: Final[int] = 8 * 1024 * 1024  # one JSON-RPC message (one line)
-MAX_CONTAINERS: Final[int] = 100_000  # arrays and objects in one message
+MAX_STRUCTURE: Final[int] = 250_000  # "[", "{" and "," outside strings in one message
 MAX_METHOD_CHARS: Final[int] = 200  # no MCP method is longer; a longer one is not echoed
 MAX_INT_DIGITS: Final[int] = 4300  # JSON numbers the parser turns into integers
 ID_SCAN_BYTES: Final[int] = 64 * 1024  # where an over-long message's id is looked for
@@ -257,26 +258,49 @@ class Refusal:
         return JSONRPCError(jsonrpc="2.0", id=self.id, error=error)
 
 
-def _containers(line: bytes) -> int:
-    """Arrays and objects in `line`; brackets inside strings are left out only when the
-    rough count is over the bound (the exact count costs a pass over the strings)."""
-    rough = line.count(b"[") + line.count(b"{")
-    if rough <= MAX_CONTAINERS:
+_ALL_BUT_STRUCTURE: Final[bytes] = bytes(range(256)).translate(None, b'"[{,')
+
+
+def structure(line: bytes, bound: int = MAX_STRUCTURE) -> int:
+    """The "[", "{" and "," of `line` outside its strings - about one per value it
+    holds -, in time and memory linear in its length and without parsing it (a comma
+    or a bracket inside a string costs nothing to parse, so it is not counted). Exact
+    only when the plain count is over `bound`, and then only up to just past it."""
+    rough = line.count(b"[") + line.count(b"{") + line.count(b",")
+    if rough <= bound:
         return rough
-    bare = re.sub(rb'"(?:[^"\\]|\\.)*"', b"", line)
-    return bare.count(b"[") + bare.count(b"{")
+    # escapes out (pairs of backslashes first, then escaped quotes), then nothing but
+    # quotes and structure, then every pair of adjacent quotes out (nothing is between
+    # them, so nothing moves into or out of a string): what is left alternates
+    bare = line.replace(b"\\\\", b"").replace(b'\\"', b"")
+    bare = bare.translate(None, _ALL_BUT_STRUCTURE).replace(b'""', b"")
+    outside = start = 0
+    while outside <= bound:  # each round but the last counts at least one
+        opening = bare.find(b'"', start)
+        end = len(bare) if opening < 0 else opening
+        outside += end - start  # only structure is left between two strings
+        closing = bare.find(b'"', opening + 1) if opening >= 0 else -1
+        if closing < 0:
+            break
+        start = closing + 1
+    return outside
 
 
 def parse_line(line: bytes) -> Any:
     """The JSON value of one line, or the Refusal saying why it has none (with the id
     when it can be read cheaply)."""
-    if _containers(line) > MAX_CONTAINERS:
+    if structure(line) > MAX_STRUCTURE:  # bounds what parsing allocates
         rid = scan_id(line[:ID_SCAN_BYTES])
-        return Refusal(INVALID_REQUEST, "dots.rpc.too_many", rid, args=(("max", MAX_CONTAINERS),))
+        return Refusal(INVALID_REQUEST, "dots.rpc.too_many", rid, args=(("max", MAX_STRUCTURE),))
     try:
-        return from_json(line.decode("utf-8", "replace"), allow_inf_nan=False)
+        return from_json(line, allow_inf_nan=False)
     except ValueError as exc:
         reason = str(exc)
+    if reason.startswith("invalid unicode code point"):  # not UTF-8: as the SDK reads it
+        try:
+            return from_json(line.decode("utf-8", "replace"), allow_inf_nan=False)
+        except ValueError as exc:
+            reason = str(exc)
     # the parser's limits, on text that is JSON: an invalid request, not a parse error
     if reason.startswith("recursion limit exceeded"):
         return Refusal(INVALID_REQUEST, "dots.rpc.too_deep", scan_id(line[:ID_SCAN_BYTES]))

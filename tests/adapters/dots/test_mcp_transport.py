@@ -18,17 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from support.codex import OfflineCodex
 from support.mcp_wire import RawServe
 
 from markertools_adapters.dots._mcp_stdio import (
     ID_SCAN_BYTES,
-    MAX_CONTAINERS,
     MAX_MESSAGE_BYTES,
+    MAX_STRUCTURE,
     Framer,
     Line,
     Oversize,
     scan_id,
+    structure,
 )
 
 PING = b'{"jsonrpc":"2.0","id":%d,"method":"ping"%s}'
@@ -133,9 +136,9 @@ MALFORMED: list[tuple[str, bytes, list[dict[str, Any]]]] = [
         [_error(-32600, None, "invalid request: a number of more than 4300 digits")],
     ),
     (
-        "too many arrays",
-        PING % (11, b',"params":{"a":[' + b",".join([b"[]"] * (MAX_CONTAINERS + 1)) + b"]}"),
-        [_error(-32600, 11, "invalid request: more than 100000 arrays and objects in one message")],
+        "too many values",
+        PING % (11, b',"params":{"a":[' + b"1," * MAX_STRUCTURE + b"1]}"),
+        [_error(-32600, 11, "invalid request: more than 250000 values in one message")],
     ),
     ("a number", b"42", [_error(-32600, None, "invalid request: a message must be a JSON object")]),
     (
@@ -159,6 +162,11 @@ MALFORMED: list[tuple[str, bytes, list[dict[str, Any]]]] = [
         "a 300-character method",
         b'{"jsonrpc":"2.0","id":14,"method":"' + b"m" * 300 + b'"}',
         [_error(-32601, 14, "method not found (a method name of more than 200 characters)")],
+    ),
+    (
+        "bytes that are not UTF-8, read as U+FFFD (as the SDK did)",
+        b'{"jsonrpc":"2.0","id":"\xff","method":"ping"}',
+        [{"jsonrpc": "2.0", "id": "\ufffd", "result": {}}],
     ),
     # JSON-RPC never answers a notification, nor a response
     ("a notification with params by position", b'{"jsonrpc":"2.0","method":"x","params":[1]}', []),
@@ -185,6 +193,16 @@ def test_every_malformed_message_is_answered_and_reading_goes_on(tmp_path: Path)
         "markertools dots serve: ignored a message: invalid response: result must be an "
         "object, error an object with a code and a message",
     ]
+
+
+@pytest.mark.rule("DOT-13")
+def test_brackets_and_commas_inside_strings_are_not_values(tmp_path: Path) -> None:
+    text = "[{," * MAX_STRUCTURE + '\\"[' * 10
+    with RawServe(tmp_path / "state") as serve:
+        serve.initialize()
+        serve.send({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"text": text}})
+        assert serve.reply() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        assert "Traceback" not in serve.finish()
 
 
 @pytest.mark.rule("DOT-13")
@@ -330,6 +348,32 @@ def test_a_bad_cursor_is_a_tool_error_naming_it_without_a_traceback(
 
 
 # ---- the parts on their own ----------------------------------------------------------
+
+
+def _count(value: Any) -> int:
+    """The "[", "{" and "," json.dumps writes for `value` outside strings."""
+    if isinstance(value, dict | list):
+        items = list(value.values()) if isinstance(value, dict) else value
+        return 1 + max(len(items) - 1, 0) + sum(_count(v) for v in items)
+    return 0
+
+
+_TRICKY = st.text(alphabet='[]{},"\\\nxé', max_size=8)
+_JSON = st.recursive(
+    st.none() | st.integers() | _TRICKY,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TRICKY, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@pytest.mark.rule("DOT-13")
+@given(value=_JSON, ascii_only=st.booleans())
+def test_values_are_counted_outside_strings(value: Any, ascii_only: bool) -> None:
+    line = json.dumps(value, ensure_ascii=ascii_only).encode()
+    count = _count(value)
+    assert structure(line, bound=count) == count  # the plain count, or the exact one
+    if count:
+        assert structure(line, bound=count - 1) == count  # just past the bound
 
 
 @pytest.mark.rule("DOT-13")
