@@ -200,10 +200,11 @@ class CodexAccess:
         default = listing.default()
         source = "read"
         limits: RateLimits | None
-        try:
-            limits = rate_limits_of_read(await client.rate_limits_read())
-        except AppServerError as exc:
-            limits, source = self.rate_limits, f"update notifications ({exc.message})"
+        with self._answering("account/rateLimits/read"):
+            try:
+                limits = rate_limits_of_read(await client.rate_limits_read())
+            except AppServerError as exc:
+                limits, source = self.rate_limits, f"update notifications ({exc.message})"
         if limits is None:
             source = "unknown"
         return ProbeView(

@@ -347,6 +347,36 @@ def test_a_bad_cursor_is_a_tool_error_naming_it_without_a_traceback(
     )
 
 
+@pytest.mark.rule("DOT-13", "DOT-3")
+def test_a_codex_that_dies_is_a_one_line_tool_error_on_every_read_only_tool(
+    tmp_path: Path,
+) -> None:
+    # a fault the real binary cannot produce on demand: an app-server that exits at once
+    dying = tmp_path / "codex-dying"
+    dying.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "--version" ]; then echo "codex-cli 0.169.0"; exit 0; fi\n'
+        "echo 'boom: out of luck' >&2\n"
+        "exit 3\n"
+    )
+    dying.chmod(0o755)
+    calls = [("dots_probe", {}), ("dots_threads", {}), ("dots_thread_read", {"threadId": "t"})]
+    with RawServe(tmp_path / "state", "--codex-bin", str(dying)) as serve:
+        serve.initialize()
+        results = [serve.call(n, tool, args) for n, (tool, args) in enumerate(calls)]
+        serve.ping(9)
+        err = serve.finish()
+    assert err.strip() == ""
+    for (tool, _), result, method in zip(
+        calls, results, ("model/list", "thread/list", "thread/read"), strict=True
+    ):
+        message = result["structuredContent"]["error"]["message"]
+        assert message.startswith(f"Codex could not answer {method}: codex app-server exited")
+        assert "\n" not in message and len(message) < 400  # its stderr tail, if any, on one line
+        assert result["structuredContent"]["error"]["field"] is None
+        assert result["content"][0]["text"] == f"{tool}: {message}"
+
+
 # ---- the parts on their own ----------------------------------------------------------
 
 
