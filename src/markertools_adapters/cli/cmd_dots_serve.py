@@ -1,7 +1,9 @@
 # Owns: `markertools dots serve` (docs/cli.md, docs/orchestration.md): the supervisor as
-# an MCP server on stdio (`markertools_adapters.dots.mcp.DotsMcp`). Only parses the
-# options, builds the server and runs it; stdout is the MCP stream, so everything the
-# command says goes to stderr.
+# an MCP server on stdio (`markertools_adapters.dots.mcp.DotsMcp`, over the transport of
+# `dots._mcp_stdio`: bounded lines, JSON-RPC errors for malformed messages, its log
+# lines on stderr as "markertools dots serve: ..."). Only parses the options, builds
+# the server and runs it; stdout is the MCP stream, so everything the command says goes
+# to stderr.
 #
 # Must never: print to stdout (it would corrupt the protocol), start with a state
 # directory whose host lock another supervisor holds (one line on stderr, exit 2), or
@@ -107,8 +109,8 @@ def serve_cmd(
 async def _serve(dots: DotsMcp) -> None:
     """Serve until standard input closes. Ctrl-C: the server stops, its lifespan closes
     the supervisor (children ended, host lock released, every run resumable), then the
-    process exits 130 at once - the SDK reads stdin in a worker thread that cannot be
-    interrupted, so waiting for it would hang until the next line."""
+    process exits 130 at once - the transport reads stdin in a worker thread that cannot
+    be interrupted (it is abandoned), so waiting for it would hang until the next line."""
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
     try:
