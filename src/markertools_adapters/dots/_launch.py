@@ -41,7 +41,7 @@ class LaunchHost(Protocol):
 
     def halt(self, run: RunSlot, kind: str, detail: Msg, role: str | None) -> None: ...
 
-    def durable(self) -> None: ...
+    def durable(self, run: RunSlot | None = None) -> None: ...
 
 
 async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
@@ -73,7 +73,7 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         payload = launch_payload(run.state, role)
         if payload is None:  # the launch paused the run (turn limit)
             return
-        core.durable()  # Rule 1
+        core.durable(run)  # Rule 1 (raises when the run's journal failed: nothing is sent)
         text = instruction_text(core, payload.instruction, payload.inputs)
         try:
             thread_id = await worker.open_thread(

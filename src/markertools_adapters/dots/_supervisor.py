@@ -69,7 +69,6 @@ from markertools_adapters.dots._views import (
     head,
     run_view,
 )
-from markertools_adapters.planstore import RunJournal
 
 __all__ = ["WORKER_ENV", "Supervisor", "quota_windows"]
 
@@ -113,7 +112,7 @@ class Supervisor(SupervisorCore):
             raise DotsError(step.outcome.reason.render(self.locale), field)
 
     def _view(self, run: RunSlot) -> RunView:
-        self.durable()  # Rule 2
+        self.durable(run)  # Rule 2: raises when the run's events did not become durable
         return run_view(run.state, self.locale)
 
     async def codex_binary(self) -> str:
@@ -209,14 +208,16 @@ class Supervisor(SupervisorCore):
             owner=owner,
             confirmations=tuple(confirmations),
         )
-        run = RunSlot(RunJournal.create(self.store, self.lock, state))
-        self.runs[run_id] = run
-        for role in plan.workers:
-            if role.existing_thread_id is not None:
-                ids = all_ids.get(role.name) or tuple(t.id for t in heads.get(role.name, ()))
-                self.submit(run, ThreadSeen(new_id(), role.name, ids))
-        self.submit(run, StartRun(new_id()))
-        return self._view(run)
+        run = self.create_run(state)
+        try:
+            for role in plan.workers:
+                if role.existing_thread_id is not None:
+                    ids = all_ids.get(role.name) or tuple(t.id for t in heads.get(role.name, ()))
+                    self.submit(run, ThreadSeen(new_id(), role.name, ids))
+            self.submit(run, StartRun(new_id()))
+            return self._view(run)
+        except DotsError as exc:
+            raise self.abandon_run(run, exc) from None  # Rule 2: no run is left behind
 
     async def ask(self, request: ConfirmRequest) -> ConfirmAnswer:
         try:
@@ -328,7 +329,7 @@ class Supervisor(SupervisorCore):
             run.faulted.clear()  # the person saw the alert: its paths may run again
         elif action == "cancel":
             self._refuse(self.submit(run, Cancel(new_id())), "action")
-            self.durable()
+            self.durable(run)
             try:
                 await self.end_workers(run)
             except Exception as exc:  # the cancel stands; the failure is the run's alert
@@ -381,13 +382,9 @@ class Supervisor(SupervisorCore):
                 )
         event = Tune(new_id(), worker, model, effort, timeout, sandbox, allow)
         self._refuse(self.submit(run, event), "changes")
-        if self.store is not None:
-            self.store.append_raw(
-                run_id,
-                "tuning",
-                self.clock(),
-                {"worker": worker, "changes": dict(changes), "confirmed": bool(widen)},
-            )
+        self.log_raw(
+            run, "tuning", {"worker": worker, "changes": dict(changes), "confirmed": bool(widen)}
+        )
         return self._view(run)
 
     # ---- read-only -------------------------------------------------------------------------
