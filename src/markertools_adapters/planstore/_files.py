@@ -460,10 +460,11 @@ class PlanStore:
         try:
             _write_all(log.fd, data)
         except OSError as exc:
-            self._cut_back(log, log.end, f"{log.path}: cannot append ({why(exc)})")
+            failure = f"{log.path}: cannot append ({why(exc)})"
+            self._cut_back(log, log.end, failure, "what was written of the line")
         log.end += len(data)
 
-    def _cut_back(self, log: _Log, size: int, failure: str) -> NoReturn:
+    def _cut_back(self, log: _Log, size: int, failure: str, what: str) -> NoReturn:
         """Cut the log back to `size` bytes after `failure` and raise it; when the cut
         fails too, the log is broken (it refuses every later append, Rule 6)."""
         try:
@@ -472,8 +473,8 @@ class PlanStore:
                 os.fsync(log.fd)
         except OSError as exc:
             log.broken = (
-                f"{failure}; what was written of it could not be removed ({why(exc)}), so "
-                "nothing more is appended to this log"
+                f"{failure}; {what} could not be removed ({why(exc)}), so nothing more is "
+                "appended to this log"
             )
             raise StateDirUnwritable(log.broken, undone=False) from None
         log.end = size
@@ -508,11 +509,13 @@ class PlanStore:
         try:
             os.fsync(log.fd)
         except OSError as exc:
-            failure = (
-                f"{log.path}: fsync failed ({why(exc)}); the lines written since the last "
-                "good fsync were removed"
-            )
-            self._cut_back(log, log.synced, failure)
+            what = "the lines written since the last good fsync"
+            try:
+                self._cut_back(log, log.synced, f"{log.path}: fsync failed ({why(exc)})", what)
+            except StateDirUnwritable as cut:
+                if not cut.undone:
+                    raise
+                raise StateDirUnwritable(f"{cut}; {what} were removed", undone=True) from None
         log.synced = log.end
 
     def load_current(self, run_id: str) -> RunState:

@@ -111,11 +111,14 @@ class HostLock:
         quarantine (never opened, never deleted)."""
         from markertools_adapters.planstore._quarantine import quarantine
 
-        reason = not_regular(path)
-        if reason is None:
+        bad = not_regular(path)
+        if bad is None:
             return
-        logging.getLogger("markertools.planstore").warning("quarantined %s", reason)
-        quarantine(path.parent, [path.name], file=path.name, reason=reason, now=time.time())
+        reason = bad.removeprefix(f"{path}: ")
+        found = quarantine(path.parent, [path.name], file=path.name, reason=reason, now=time.time())
+        logging.getLogger("markertools.planstore").warning(
+            "quarantined %s: %s (moved to %s)", path.name, reason, found.moved_to
+        )
 
     @classmethod
     def _open(cls, path: Path, flags: int) -> int:
@@ -206,7 +209,7 @@ class HostLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # gone, or a directory that turned read-only
             self.path.unlink()  # while still holding the OS lock (see acquire)
         os.close(fd)
 
