@@ -362,6 +362,13 @@ class SupervisorCore:
             if run.workers.get(name) is worker:
                 del run.workers[name]
 
+    def writable(self, run: RunSlot) -> RunSlot:
+        """`run`, or its DotsError when it is stopped (Rule 6): for calls that would ask
+        the user first, so nobody is asked about a change that cannot be recorded."""
+        if run.journal.failed is not None:
+            raise self._unwritable(run, undone=True)
+        return run
+
     def create_run(self, state: RunState) -> RunSlot:
         """A new run: its record written (durably) and its slot; a DotsError when the
         record cannot be written (nothing is created)."""

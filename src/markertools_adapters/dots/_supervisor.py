@@ -271,7 +271,8 @@ class Supervisor(SupervisorCore):
     def _online(self, owner: str) -> None:
         """The caller is back: notices that waited for it are due again (DOT-10)."""
         for run in self.owned(owner):
-            if any(n.waiting_for_host for n in run.state.outbox):
+            stopped = run.journal.failed is not None  # nothing goes out for it (core Rule 6)
+            if not stopped and any(n.waiting_for_host for n in run.state.outbox):
                 self.submit(run, HostOnline(new_id()))
 
     # ---- decisions -----------------------------------------------------------------------
@@ -320,7 +321,7 @@ class Supervisor(SupervisorCore):
         ids), cancel (interrupt, end the processes), budget (a new maxTurns)."""
         if action == "budget" and budget is None:
             raise self._err("dots.err.budget_required", "budget")
-        run = self.run_of(owner, run_id)
+        run = self.writable(self.run_of(owner, run_id))
         if action == "pause":
             self._refuse(self.submit(run, Pause(new_id())), "action")
         elif action == "resume":
@@ -353,7 +354,7 @@ class Supervisor(SupervisorCore):
     ) -> RunView:
         """dots_tune: model / effort / timeoutMs / sandbox for the next turns; widening
         the sandbox, a model outside allowedModels or a longer timeout asks the user."""
-        run = self.run_of(owner, run_id)
+        run = self.writable(self.run_of(owner, run_id))
         state = run.state
         spec = state.proposal.role(worker)
         current = state.role(worker)

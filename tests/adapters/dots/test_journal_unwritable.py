@@ -177,7 +177,7 @@ def test_a_record_that_cannot_be_saved_costs_one_warning_and_no_loop(
             record, log = state / f"run-{run_id}.json", state / f"run-{run_id}.jsonl"
             with immutable(state, record):  # the log, opened already, still takes lines
                 ok(await call(c, "dots_dispatch", dispatch_args(run_id, pending, "go on"), KEY))
-                (second,) = ok(await call(c, "dots_status", {"waitMs": 30_000}, KEY))[
+                (out["second"],) = ok(await call(c, "dots_status", {"waitMs": 30_000}, KEY))[
                     "pendingDecisions"
                 ]
                 finish = {"runId": run_id, "conclusion": "done: reader: second"}
@@ -192,6 +192,7 @@ def test_a_record_that_cannot_be_saved_costs_one_warning_and_no_loop(
             out["restarted"] = ok(await call(c, "dots_status", {}, KEY))
 
     asyncio.run(scenario())
+    assert out["second"]["replyHead"] == "reader: second"  # the dispatch answered ran
     assert out["finished"]["state"] == "completed"
     assert out["quiet_lines"] == out["lines"]
     record = state / f"run-{out['run']}.json"
