@@ -89,11 +89,14 @@ class StateDirUnwritable(PlanStoreError):
     """A write to the state directory failed (read-only, full, an I/O error): the
     directory cannot be created, the host lock taken, a record saved or a log line
     appended or fsynced. `undone` is True when nothing of the failed write remains in
-    the log (it was cut off again), False when the log could not be repaired."""
+    the log (it was cut off again), False when the log could not be repaired. `lost`
+    is True when a failed fsync took every line written since the last good one with
+    it (not only the failed write)."""
 
-    def __init__(self, message: str, *, undone: bool = True) -> None:
+    def __init__(self, message: str, *, undone: bool = True, lost: bool = False) -> None:
         super().__init__(message)
         self.undone = undone
+        self.lost = lost
 
 
 class HostLockHeld(PlanStoreError):
@@ -513,9 +516,8 @@ class PlanStore:
             try:
                 self._cut_back(log, log.synced, f"{log.path}: fsync failed ({why(exc)})", what)
             except StateDirUnwritable as cut:
-                if not cut.undone:
-                    raise
-                raise StateDirUnwritable(f"{cut}; {what} were removed", undone=True) from None
+                text = str(cut) if not cut.undone else f"{cut}; {what} were removed"
+                raise StateDirUnwritable(text, undone=cut.undone, lost=True) from None
         log.synced = log.end
 
     def load_current(self, run_id: str) -> RunState:

@@ -16,9 +16,10 @@
 #   Rule 5: a write that fails changes nothing in memory: `submit` applies an event
 #           only once its line is written. A checkpoint that fails is only a checkpoint
 #           (the log is the truth): it is logged and tried again after another
-#           CHECKPOINT_EVERY events, never in a loop. A failed fsync fails the journal
-#           (its memory is ahead of the disk): it refuses every later event, and saves
-#           nothing, until the run is loaded again from disk.
+#           CHECKPOINT_EVERY events, never in a loop. A failed fsync fails the journal:
+#           its memory goes back to what the log holds durably (the unsynced lines were
+#           cut off, or may be lost), and it refuses every later event and saves
+#           nothing until the run is loaded again from disk.
 from __future__ import annotations
 
 import contextlib
@@ -62,11 +63,13 @@ class RunJournal:
     def __init__(self, store: PlanStore, state: RunState, next_seq: int) -> None:
         self.store = store
         self._state = state
+        self._synced_state = state  # the state as far as the log is known durable
         self._next_seq = next_seq
         self._unsynced = False  # lines appended without fsync (Rule 4)
         self._unsaved = 0  # events applied since the record was last saved
-        self._checkpoint_at = self.CHECKPOINT_EVERY  # `_unsaved` of the next checkpoint
+        self._checkpoint_at = self.CHECKPOINT_EVERY  # after a failed save: when to try again
         self._failed: str | None = None
+        self._halted = False  # the in-memory pause of `fail` is applied
         self.checkpoint_error: str | None = None  # why the last checkpoint failed
 
     @property
@@ -88,10 +91,10 @@ class RunJournal:
         `reason`, and nothing is saved. With `detail`, the run is also paused in memory
         only (`Halt` applied, never logged) so a status says why; a reload from disk
         shows the run as its log holds it."""
-        if self._failed is not None:
-            return
-        self._failed = reason
-        if detail is not None:
+        if self._failed is None:
+            self._failed = reason
+        if detail is not None and not self._halted:  # once, also after a failed `sync`
+            self._halted = True
             halt = Halt(uuid.uuid4().hex, "internal-error", detail)
             self._state = apply(self._state, halt, now).state
 
@@ -128,7 +131,7 @@ class RunJournal:
         replayed = state is not loaded
         last = max([e.seq for e in entries] + [state.log_seq])
         journal = cls(store, loaded, last + 1)
-        journal._state = state
+        journal._state = journal._synced_state = state
         if replayed:
             journal._unsaved = 1
             journal._checkpoint(force=True)
@@ -153,20 +156,27 @@ class RunJournal:
         try:
             self.store.append_event(self._state.run_id, entry, sync=durable)
         except StateDirUnwritable as exc:
-            if durable and self._unsynced:  # earlier deferred lines went with the fsync
-                self.fail(str(exc))
+            if exc.lost:  # the fsync took earlier deferred lines with it
+                self._lose_unsynced(str(exc))
             raise
         self._next_seq = seq + 1
-        if not durable:
-            self._unsynced = True
-        if isinstance(step.outcome, Refused):
-            return step
-        self._state = attrs.evolve(step.state, log_seq=seq)
-        self._unsaved += 1
+        self._unsynced = not durable  # a durable line's fsync covered every earlier one
+        refused = isinstance(step.outcome, Refused)
+        if not refused:
+            self._state = attrs.evolve(step.state, log_seq=seq)
+            self._unsaved += 1
         if durable:
-            self._unsynced = False
-            self._checkpoint(force=True)
-        return Step(self._state, step.outcome)
+            self._synced_state = self._state
+            if not refused:
+                self._checkpoint(force=True)
+        return step if refused else Step(self._state, step.outcome)
+
+    def _lose_unsynced(self, reason: str) -> None:
+        """A failed fsync: memory goes back to what the log holds durably (the unsynced
+        lines were cut off, or may be lost), and the journal fails (Rule 5)."""
+        self._state = self._synced_state
+        self._unsynced = False
+        self.fail(reason)
 
     def sync(self, *, checkpoint: bool = False) -> None:
         """Make every deferred event durable: one fsync of the log. The record is saved
@@ -178,9 +188,10 @@ class RunJournal:
             try:
                 self.store.sync_log(self._state.run_id)
             except StateDirUnwritable as exc:
-                self.fail(str(exc))
+                self._lose_unsynced(str(exc))
                 raise
             self._unsynced = False
+            self._synced_state = self._state
         finished = self._state.status in RUN_MACHINE.terminal
         if self._unsaved and (checkpoint or finished or self._unsaved >= self.CHECKPOINT_EVERY):
             self._checkpoint(force=checkpoint)
@@ -191,7 +202,7 @@ class RunJournal:
         if not force and self.checkpoint_error is not None and self._unsaved < self._checkpoint_at:
             return  # the last one failed: wait for CHECKPOINT_EVERY more events
         try:
-            self._state = self.store.save(self._state, self._state.revision)
+            self._state = self._synced_state = self.store.save(self._state, self._state.revision)
         except PlanStoreError as exc:
             self._checkpoint_at = self._unsaved + self.CHECKPOINT_EVERY
             if self.checkpoint_error != str(exc):

@@ -19,6 +19,7 @@ import pytest
 from support.statedir import failing_disk, immutable
 from support.strategies.plans import role_dict, run_of
 
+from markertools import msg
 from markertools.plans import Cancel, Dispatch, Pause, RunState, StartRun
 from markertools_adapters import planstore
 from markertools_adapters.planstore import (
@@ -162,6 +163,8 @@ def test_an_fsync_that_fails_fails_the_journal_and_says_its_lines_may_remain(
             journal = RunJournal.create(store, lock, fresh_run())
             journal.submit(StartRun("s"), 1.0, durable=False)
             journal.sync()
+            journal.submit(Pause("p"), 1.5, durable=False)
+            assert journal.state.status == "paused"  # in memory, not durable yet
             for n in range(200):  # enough unsynced data for the disk to need new blocks
                 journal.submit(Dispatch(f"d{n}", "reader", "none", "y" * 2000), 2.0, durable=False)
             fail()
@@ -179,10 +182,11 @@ def test_an_fsync_that_fails_fails_the_journal_and_says_its_lines_may_remain(
             assert not failed.value.undone
             assert journal.failed == str(failed.value)
             with pytest.raises(StateDirUnwritable, match="fsync failed"):
-                journal.submit(Pause("p"), 3.0)
+                journal.submit(Pause("p2"), 3.0)
             with pytest.raises(StateDirUnwritable, match="fsync failed"):
                 journal.sync(checkpoint=True)
-            assert journal.state.status == "running"  # nothing applied after the failure
+            # memory is back at the last good fsync: the pause is not in it
+            assert journal.state.status == "running"
 
 
 @pytest.mark.rule("DOT-1")
@@ -220,7 +224,15 @@ def test_an_fsync_that_fails_removes_the_unsynced_lines(
             "good fsync were removed"
         )
         assert log_path.read_bytes() == synced
-        assert journal.failed is not None
+        assert journal.failed == str(failed.value)
+        # the supervisor then pauses the run in memory only (never logged, never saved)
+        journal.fail("later words", msg("plan.paused.journal", detail=str(failed.value)), 2.5)
+        assert journal.failed == str(failed.value)
+        # memory went back to what the log holds (the pause that failed is not in it)
+        assert journal.state.status == "paused" and journal.state.pause_reason == "internal-error"
+        assert journal.state.alerts[-1].message.key == "plan.paused.journal"
+        assert "p" not in journal.state.seen_events
+        assert log_path.read_bytes() == synced
     with planstore.host(tmp_path) as (store, lock):
         reloaded, _ = RunJournal.open(store, lock, "r1", now=3.0, restart_event_id="h")
         assert reloaded.state.status == "running"  # the pause that failed is not replayed
