@@ -260,8 +260,10 @@ def status_cmd(
                 continue  # gone since the listing
             if aside:
                 q = aside[-1]
-                fail(f"no run {run!r} in {root}: it was set aside at {_when(q.at)} ({q.reason}); "
-                     f"its files are in {q.moved_to}")
+                fail(
+                    f"no run {run!r} in {root}: it was set aside at {_when(q.at)} "
+                    f"({one_line(q.reason)}); its files are in {q.moved_to}"
+                )
             fail(str(exc))
         except CorruptStore as exc:
             if run is not None:
