@@ -4,7 +4,7 @@ fails during a live turn is stopped - the turn interrupted, its app-server ended
 run paused in memory - and the caller still reads its status; a budget raise or a tune
 on it is refused before anybody is asked; a start whose record cannot be written creates
 nothing; after a restart the run is as its journal holds it (the live turn paused,
-never re-sent: DOT-11)."""
+never re-sent: DOT-11). And a dispatch whose fsync fails (a real I/O error) is refused."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from support.codex import OfflineCodex
 from support.dots import OWNER, Confirm, plan, role, running, until, workdir, worker
-from support.statedir import immutable
+from support.statedir import failing_disk, immutable
 
-from markertools_adapters.codex.fakemodel import Hang
+from markertools_adapters.codex.fakemodel import Hang, Text
 from markertools_adapters.dots import DotsError, NotConfirmed
 
 
@@ -94,3 +94,44 @@ def test_a_journal_that_fails_during_a_turn_stops_the_run_and_its_worker(
     assert reader["state"] == "paused"
     assert reader["interruptedInstructionHead"] == "reader: do your part"
     assert out["requests"] == 1  # the instruction was sent once, never again
+
+
+@pytest.mark.rule("DOT-1", "DOT-13")
+def test_a_dispatch_whose_fsync_fails_is_refused(offline_codex: OfflineCodex, tmp_path: Path) -> None:
+    """`durable()` failing makes the call fail: the state directory on a disk whose
+    fsync answers an I/O error (ext4 on a loop device whose backing store is full). The
+    dispatch's line is written, its fsync fails and the file system refuses the cut, so
+    the answer says the line may still apply after a restart; the run is stopped."""
+    fake = offline_codex.fake
+    fake.push(Text("reader: first"))
+    out: dict[str, Any] = {}
+
+    async def scenario(state: Path, fail: Any) -> None:
+        async with running(offline_codex, state) as sup:
+            run_id = (await sup.start(plan(role("reader", workdir(tmp_path, "a"))), owner=OWNER))[
+                "runId"
+            ]
+            (view,) = await sup.wait(owner=OWNER, wait_ms=30_000)
+            decision = worker(view, "reader")["decision"]["id"]
+            fail()
+            try:  # one synchronous call: nothing else reaches the disk in between
+                sup.dispatch(owner=OWNER, run_id=run_id, worker="reader",
+                             instruction="z" * 65_536, decision_id=decision)
+            except DotsError as exc:
+                out["refused"] = exc
+            (out["view"],) = sup.status(owner=OWNER)
+            out["run"], out["log"] = run_id, state / f"run-{run_id}.jsonl"
+
+    with failing_disk(tmp_path / "disk") as (mnt, fail):
+        asyncio.run(scenario(mnt / "state", fail))
+    exc = out["refused"]
+    assert exc.field == "runId"
+    prefix = f"run {out['run']} cannot change: its journal cannot be written ({out['log']}: "
+    assert exc.message.startswith(prefix)
+    assert exc.message.endswith(
+        "what this call wrote could not be removed again, so a restart may still apply it; the "
+        "run stays stopped until the supervisor restarts with a writable state directory"
+    )
+    assert "fsync failed (" in exc.message
+    assert out["view"]["state"] == "paused" and out["view"]["pauseReason"] == "internal-error"
+    assert len(fake.responses_requests()) == 1  # the instruction never went out
