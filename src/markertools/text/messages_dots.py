@@ -171,6 +171,34 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "{tool} 被拒绝：此 dots 服务器运行在某个 dots 运行的工作者 {worker} 内（已设置 "
         "{env}），工作者不能启动或修改任何运行",
     },
+    # the state directory (issue 26): a journal that cannot be written, runs set aside
+    "dots.err.journal_failed": {
+        "en": "run {run} cannot change: its journal cannot be written ({detail}); nothing of "
+        "this call was recorded, and the run stays stopped until the supervisor restarts with a "
+        "writable state directory",
+        "zh": "运行 {run} 无法更改：其日志无法写入（{detail}）；本次调用未记录任何内容，"
+        "在监督器以可写的状态目录重启之前，该运行保持停止",
+    },
+    "dots.err.journal_broken": {
+        "en": "run {run} cannot change: its journal cannot be written ({detail}); what this "
+        "call wrote could not be removed again, so a restart may still apply it; the run stays "
+        "stopped until the supervisor restarts with a writable state directory",
+        "zh": "运行 {run} 无法更改：其日志无法写入（{detail}）；本次调用已写入的内容无法撤回，"
+        "重启后仍可能生效；在监督器以可写的状态目录重启之前，该运行保持停止",
+    },
+    "dots.err.not_created": {
+        "en": "the run could not be created: {detail}; nothing was started",
+        "zh": "无法创建运行：{detail}；未启动任何内容",
+    },
+    "dots.err.state_dir": {
+        "en": "{detail}; the supervisor did not start (dots status --state-dir {dir} reads "
+        "the runs without writing)",
+        "zh": "{detail}；监督器未启动（dots status --state-dir {dir} 可只读查看运行）",
+    },
+    "dots.tool.quarantined": {
+        "en": "set aside (quarantine): {file}: {reason}",
+        "zh": "已隔离：{file}：{reason}",
+    },
     # tool arguments (DOT-13): the first problem, named by its path
     "dots.arg.required": {"en": "{path} is required", "zh": "缺少 {path}"},
     "dots.arg.unknown": {"en": "unknown argument {path}", "zh": "未知参数 {path}"},

@@ -294,6 +294,13 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "notification delivery failed {n} times in a row (last error: {error}); delivery is suspended",
         "zh": "通知投递连续失败 {n} 次（最后错误：{error}）；已暂停投递",
     },
+    "plan.paused.journal": {
+        "en": "the run's journal cannot be written ({detail}); the supervisor stopped the run "
+        "(live turns interrupted) and records nothing more for it; restart the supervisor once "
+        "the state directory is writable: the run then reloads as its journal holds it",
+        "zh": "无法写入本运行的日志（{detail}）；监督器已停止此运行（中断进行中的执行轮），"
+        "不再为它记录任何内容；待状态目录可写后重启监督器：运行将按日志中的内容重新载入",
+    },
     "plan.paused.host_restart": {
         "en": "the host restarted while turns were unfinished ({roles}); they are not re-sent",
         "zh": "宿主重启时有未完成的执行轮（{roles}）；这些指令不会重发",

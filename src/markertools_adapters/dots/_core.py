@@ -21,6 +21,17 @@
 #           supervisor running. Waiting is on events, never a sleep loop.
 #   Rule 5: workers end by one path (`end_workers`): a cancel, a finish and a finished
 #           run all use it.
+#   Rule 6: a run whose journal cannot be written (an append or fsync fails: read-only
+#           or full directory, I/O error) is stopped in this supervisor: paused in
+#           memory with an alert, its live turns interrupted and its workers ended, no
+#           tick, notice or launch for it, and every call that would change it refused
+#           (a DotsError on `runId`). Nothing is retried in a loop; a restart reloads it
+#           as its journal holds it. A call whose events did not become durable fails,
+#           and what failed is not left in the log to replay (planstore Rule 7).
+#   Rule 7: at `open`, a directory that cannot be written is refused before anything
+#           starts (DotsError on `stateDir`, one line); a run whose files cannot be used
+#           (not valid, a link, a FIFO, a directory) is moved to `quarantine/` and
+#           listed in `quarantined`, the others load.
 from __future__ import annotations
 
 import asyncio
@@ -73,7 +84,19 @@ from markertools_adapters.dots._ports import (
 from markertools_adapters.dots._runslot import RunSlot, new_id
 from markertools_adapters.dots._views import FINISHED, head
 from markertools_adapters.dots._worker import CodexWorker
-from markertools_adapters.planstore import HostLock, HostLockHeld, PlanStore, RunJournal
+from markertools_adapters.planstore import (
+    CorruptStore,
+    HostLock,
+    HostLockHeld,
+    PlanStore,
+    PlanStoreError,
+    Quarantined,
+    RunJournal,
+    RunNotFound,
+    StateDirUnwritable,
+    quarantine,
+    quarantined,
+)
 
 __all__ = ["LIVE", "RunSlot", "SupervisorCore", "new_id"]
 
@@ -140,6 +163,8 @@ class SupervisorCore:
         self.store: PlanStore | None = None
         self.lock: HostLock | None = None
         self.runs: dict[str, RunSlot] = {}
+        self.quarantined: list[Quarantined] = []  # the state directory's quarantine (Rule 7)
+        self._stopped: set[str] = set()  # runs stopped because their journal failed (Rule 6)
         self.restart_steps: dict[str, Step] = {}
         self.background = Background("dots supervisor", on_fault=self._fault, log=log)
         self._changed = asyncio.Event()
@@ -159,20 +184,67 @@ class SupervisorCore:
 
     async def open(self) -> None:
         """Take the host lock (DOT-1) and reload every run (DOT-11): live roles are
-        paused, their instructions kept and never re-sent."""
+        paused, their instructions kept and never re-sent. A run whose files cannot be
+        used is quarantined (Rule 7); a directory that cannot be written, or another
+        live host, is a DotsError on `stateDir` and nothing starts."""
         try:
             self.lock = HostLock.acquire(self.root)
         except HostLockHeld as exc:
             raise DotsError(str(exc), "stateDir") from None
-        self.store = PlanStore(self.root)
-        for run_id in self.store.run_ids():
-            journal, step = RunJournal.open(
-                self.store, self.lock, run_id, now=self.clock(), restart_event_id=new_id()
-            )
-            self.runs[run_id] = RunSlot(journal)
-            self.restart_steps[run_id] = step
+        except PlanStoreError as exc:  # not writable, not a directory
+            text = msg("dots.err.state_dir", detail=str(exc), dir=str(self.root))
+            raise DotsError(text.render(self.locale), "stateDir") from None
+        try:
+            self.store = PlanStore(self.root)
+            self.store.check_writable()
+            self.store.remove_temp_files()
+            for run_id in self.store.run_ids():
+                self._reload(self.store, self.lock, run_id)
+            self.quarantined = quarantined(self.root)
+        except PlanStoreError as exc:
+            self.runs.clear()
+            self.restart_steps.clear()
+            if self.store is not None:
+                self.store.close()
+            self.lock.release()
+            self.lock = None
+            text = msg("dots.err.state_dir", detail=str(exc), dir=str(self.root))
+            raise DotsError(text.render(self.locale), "stateDir") from None
         await self.background.start()
         self.background.spawn(self._tick_loop(), name="tick")
+
+    def _reload(self, store: PlanStore, lock: HostLock, run_id: str) -> None:
+        """Load one run, or quarantine its files when they cannot be used (Rule 7).
+        Raises PlanStoreError when the directory itself fails (nothing can be moved,
+        the restart cannot be recorded)."""
+        try:
+            journal, step = RunJournal.open(
+                store, lock, run_id, now=self.clock(), restart_event_id=new_id()
+            )
+        except RunNotFound:
+            return  # gone since the listing
+        except CorruptStore as exc:
+            store.close_log(run_id)  # no descriptor of its log stays open while it moves
+            damaged = exc.path or store.record_path(run_id)
+            reason = str(exc).removeprefix(f"{damaged}: ")
+            owner = store.owner_hint(run_id)  # the record may still name it
+            found = quarantine(
+                store.root,
+                [store.record_path(run_id).name, store.log_path(run_id).name],
+                file=damaged.name,
+                reason=reason,
+                now=self.clock(),
+                owner=owner,
+                run_id=run_id,
+            )
+            log.warning("quarantined %s: %s (moved to %s)", found.file, reason, found.moved_to)
+            return
+        self.runs[run_id] = RunSlot(journal)
+        self.restart_steps[run_id] = step
+
+    def quarantined_of(self, owner: str) -> list[Quarantined]:
+        """The quarantined runs that named `owner` (what that conversation may see)."""
+        return [q for q in self.quarantined if q.owner is not None and q.owner == owner]
 
     async def close(self) -> None:
         """Stop driving runs and end every child; runs stay resumable (DOT-16)."""
@@ -200,7 +272,11 @@ class SupervisorCore:
 
     def run_fault(self, run: RunSlot, what: str, exc: BaseException) -> None:
         """Rule 4: a task or callback of `run` failed: the run pauses with an alert
-        naming what failed; the supervisor carries on."""
+        naming what failed; the supervisor carries on. A run stopped because its
+        journal failed (Rule 6) has said so already: nothing more is recorded."""
+        if run.journal.failed is not None:
+            log.debug("run %s: %s ended: the run is stopped (%s)", run.run_id, what, exc)
+            return
         log.error("run %s: %s failed", run.run_id, what, exc_info=exc)
         run.faulted.add(what)  # the tick does not start it again until the run resumes
         detail = msg("plan.paused.internal", what=what, detail=summarize_error(exc))
@@ -236,19 +312,107 @@ class SupervisorCore:
     # ---- the journal (Rule 1) ---------------------------------------------------------
 
     def submit(self, run: RunSlot, event: Event) -> Step:
-        step = run.journal.submit(event, self.clock(), durable=False)
+        """Apply one event through the run's journal (Rule 1); raises a DotsError on
+        `runId` when the journal cannot take it (Rule 6)."""
+        if run.journal.failed is not None:
+            raise self._unwritable(run, undone=True)
+        try:
+            step = run.journal.submit(event, self.clock(), durable=False)
+        except StateDirUnwritable as exc:
+            self._stop(run, exc)
+            raise self._unwritable(run, undone=exc.undone) from None
         self._dirty.add(run.run_id)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             with contextlib.suppress(RuntimeError):  # no loop: the caller syncs itself
                 asyncio.get_running_loop().call_soon(self._flush_soon)
         if isinstance(step.outcome, Applied | Dropped):
-            changed, self._changed = self._changed, asyncio.Event()
-            changed.set()
-            self._wake.set()
+            self._signal_change()
         if isinstance(step.outcome, Applied) and step.outcome.note is not None:
             log.info("run %s: %s", run.run_id, step.outcome.note.render("en"))
         return step
+
+    def _signal_change(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+        self._wake.set()
+
+    def _unwritable(self, run: RunSlot, *, undone: bool) -> DotsError:
+        key = "dots.err.journal_failed" if undone else "dots.err.journal_broken"
+        text = msg(key, run=run.run_id, detail=run.journal.failed or "?").render(self.locale)
+        return DotsError(text, "runId")
+
+    def _stop(self, run: RunSlot, exc: PlanStoreError) -> None:
+        """Rule 6, once per run: fail its journal, pause it in memory with an alert,
+        wake the waiters, interrupt its turns and end its workers (no event for any of
+        it: nothing more can be recorded)."""
+        if run.run_id in self._stopped:
+            return
+        self._stopped.add(run.run_id)
+        detail = msg("plan.paused.journal", detail=str(exc))
+        run.journal.fail(str(exc), detail, self.clock())
+        log.error("run %s: %s", run.run_id, detail.render("en"))
+        self._signal_change()
+        if run.workers:
+            stopping = self._end_stopped(run)
+            if self.background.spawn(stopping, name=f"run {run.run_id}: stopping") is None:
+                stopping.close()  # closing: `close()` ends the workers
+
+    async def _end_stopped(self, run: RunSlot) -> None:
+        for name, worker in list(run.workers.items()):
+            try:
+                if worker.turn_live:
+                    await worker.interrupt()
+            except Exception as exc:  # ending it anyway
+                log.info("run %s: interrupt failed: %s", run.run_id, summary(exc))
+            await worker.close(grace=2.0)
+            if run.workers.get(name) is worker:
+                del run.workers[name]
+
+    def writable(self, run: RunSlot) -> RunSlot:
+        """`run`, or its DotsError when it is stopped (Rule 6): for calls that would ask
+        the user first, so nobody is asked about a change that cannot be recorded."""
+        if run.journal.failed is not None:
+            raise self._unwritable(run, undone=True)
+        return run
+
+    def create_run(self, state: RunState) -> RunSlot:
+        """A new run: its record written (durably) and its slot; a DotsError when the
+        record cannot be written (nothing is created)."""
+        assert self.store is not None and self.lock is not None
+        try:
+            journal = RunJournal.create(self.store, self.lock, state)
+        except StateDirUnwritable as exc:
+            text = msg("dots.err.not_created", detail=str(exc)).render(self.locale)
+            raise DotsError(text, None) from None
+        run = self.runs[state.run_id] = RunSlot(journal)
+        return run
+
+    def abandon_run(self, run: RunSlot, error: DotsError) -> DotsError:
+        """A run whose first events could not be recorded (Rule 6) is taken back: it
+        leaves the supervisor and its files are removed, and the error to answer says
+        nothing was created. When its files cannot be removed, it stays (stopped, as
+        `error` says) and a restart shows it as a run that never started."""
+        if self.store is None or not self.store.remove_new(run.run_id):
+            log.error("run %s could not start, and its files could not be removed", run.run_id)
+            return error
+        self.runs.pop(run.run_id, None)
+        self._stopped.discard(run.run_id)
+        detail = run.journal.failed or error.message
+        return DotsError(msg("dots.err.not_created", detail=detail).render(self.locale), None)
+
+    def log_raw(self, run: RunSlot, kind: str, body: Any) -> None:
+        """A non-event record in the run's log (DOT-2: a tuning change); raises like
+        `submit` when the journal cannot take it."""
+        if run.journal.failed is not None:
+            raise self._unwritable(run, undone=True)
+        assert self.store is not None
+        try:
+            self.store.append_raw(run.run_id, kind, self.clock(), body)
+        except StateDirUnwritable as exc:
+            self._stop(run, exc)
+            raise self._unwritable(run, undone=exc.undone) from None
+        self._dirty.add(run.run_id)
 
     def _flush_soon(self) -> None:
         self._flush_scheduled = False
@@ -257,13 +421,25 @@ class SupervisorCore:
         except Exception:
             log.exception("the run journals could not be synced")
 
-    def durable(self) -> None:
-        """Every event submitted so far is durable (one fsync per run with news)."""
+    def durable(self, run: RunSlot | None = None) -> None:
+        """Every event submitted so far is durable (one fsync per run with news). A run
+        whose fsync fails is stopped (Rule 6); when that is `run` (the run a call or an
+        effect is about), this raises its DotsError: what the caller was about to
+        answer or do did not become durable."""
         dirty, self._dirty = self._dirty, set()
+        failed: StateDirUnwritable | None = None
         for run_id in dirty:
-            run = self.runs.get(run_id)
-            if run is not None:
-                run.journal.sync()
+            slot = self.runs.get(run_id)
+            if slot is None or slot.journal.failed is not None:
+                continue
+            try:
+                slot.journal.sync()
+            except StateDirUnwritable as exc:
+                self._stop(slot, exc)
+                if slot is run:
+                    failed = exc
+        if run is not None and run.journal.failed is not None:
+            raise self._unwritable(run, undone=failed.undone if failed else True)
 
     def halt(self, run: RunSlot, kind: str, detail: Msg, role: str | None) -> None:
         self.submit(run, Halt(new_id(), kind, detail, role))  # type: ignore[arg-type]
@@ -279,9 +455,12 @@ class SupervisorCore:
 
     async def _tick_loop(self) -> None:
         """A timer (timeouts, retries and polls are due by the clock), woken early by
-        every change so a dispatched instruction launches at once."""
+        every change so a dispatched instruction launches at once. A stopped run
+        (Rule 6) is never ticked: nothing is tried again for it."""
         while True:
             for run in list(self.runs.values()):
+                if run.journal.failed is not None:
+                    continue
                 try:
                     self._tick_run(run)
                 except Exception as exc:  # Rule 4: a bug in one run's tick pauses that run
@@ -365,6 +544,7 @@ class SupervisorCore:
                 {w.name: self.cwd_key(w.cwd) for w in r.state.proposal.workers},
             )
             for r in self.runs.values()
+            if r.journal.failed is None  # Rule 6: its workers are ended, nothing launches
         ]
         for admitted in admit(runs, self.settings.max_concurrent, after=self._last_admitted):
             run = self.runs[admitted.run_id]
@@ -382,6 +562,8 @@ class SupervisorCore:
     # ---- workers and their callbacks ---------------------------------------------------
 
     def worker(self, run: RunSlot, role: str) -> CodexWorker:
+        if run.journal.failed is not None:  # Rule 6: a stopped run starts no process
+            raise self._unwritable(run, undone=True)
         worker = run.workers.get(role)
         if worker is not None:
             return worker
@@ -408,11 +590,12 @@ class SupervisorCore:
         return worker
 
     def _raw(self, run: RunSlot, line: str) -> None:
-        if self.store is not None:
-            try:
-                self.store.append_raw(run.run_id, "notification", self.clock(), line)
-            except OSError:
-                log.exception("could not log a notification of run %s", run.run_id)
+        if self.store is None or run.journal.failed is not None:
+            return
+        try:
+            self.store.append_raw(run.run_id, "notification", self.clock(), line)
+        except StateDirUnwritable as exc:  # DOT-2 cannot hold: the run stops (Rule 6)
+            self._stop(run, exc)
 
     def _turn_ended(self, run: RunSlot, role: str, status: str, reply: str | None) -> None:
         outcome = "timed_out" if role in run.timing_out else status
@@ -488,7 +671,9 @@ class SupervisorCore:
         self.submit(run, QuotaObserved(new_id(), limits.windows() if limits else ()))
 
     async def _deliver(self, run: RunSlot, notice: Notice) -> None:
-        self.durable()  # the event that queued the notice is durable before it goes out
+        # the event that queued the notice is durable before it goes out; a run whose
+        # journal failed sends nothing (Rule 6: raises, and the tick skips it after)
+        self.durable(run)
         out = self.notice_out(run.state, notice)
         error: str | None = None
         try:

@@ -41,7 +41,7 @@ class LaunchHost(Protocol):
 
     def halt(self, run: RunSlot, kind: str, detail: Msg, role: str | None) -> None: ...
 
-    def durable(self) -> None: ...
+    def durable(self, run: RunSlot | None = None) -> None: ...
 
     def directory_taken(self, run: RunSlot, role: str) -> str | None: ...
 
@@ -75,7 +75,7 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         payload = launch_payload(run.state, role)
         if payload is None:  # the launch paused the run (turn limit)
             return
-        core.durable()  # Rule 1
+        core.durable(run)  # Rule 1 (raises when the run's journal failed: nothing is sent)
         taken = core.directory_taken(run, role)
         if taken is not None:  # DOT-6: the directory changed hands since admission
             detail = msg("plan.paused.directory_taken", role=role, cwd=payload.cwd, other=taken)

@@ -76,7 +76,6 @@ from markertools_adapters.dots._views import (
     head,
     run_view,
 )
-from markertools_adapters.planstore import RunJournal
 
 __all__ = ["WORKER_ENV", "Supervisor", "quota_windows"]
 
@@ -125,7 +124,7 @@ class Supervisor(SupervisorCore):
             raise DotsError(refusal.message.render(self.locale), refusal.path)
 
     def _view(self, run: RunSlot) -> RunView:
-        self.durable()  # Rule 2
+        self.durable(run)  # Rule 2: raises when the run's events did not become durable
         return run_view(run.state, self.locale)
 
     async def codex_binary(self) -> str:
@@ -233,14 +232,16 @@ class Supervisor(SupervisorCore):
             owner=owner,
             confirmations=tuple(confirmations),
         )
-        run = RunSlot(RunJournal.create(self.store, self.lock, state))
-        self.runs[run_id] = run
-        for role in plan.workers:
-            if role.existing_thread_id is not None:
-                ids = all_ids.get(role.name) or tuple(t.id for t in heads.get(role.name, ()))
-                self.submit(run, ThreadSeen(new_id(), role.name, ids))
-        self.submit(run, StartRun(new_id()))
-        return self._view(run)
+        run = self.create_run(state)
+        try:
+            for role in plan.workers:
+                if role.existing_thread_id is not None:
+                    ids = all_ids.get(role.name) or tuple(t.id for t in heads.get(role.name, ()))
+                    self.submit(run, ThreadSeen(new_id(), role.name, ids))
+            self.submit(run, StartRun(new_id()))
+            return self._view(run)
+        except DotsError as exc:
+            raise self.abandon_run(run, exc) from None  # Rule 2: no run is left behind
 
     async def ask(self, request: ConfirmRequest) -> ConfirmAnswer:
         try:
@@ -294,7 +295,8 @@ class Supervisor(SupervisorCore):
     def _online(self, owner: str) -> None:
         """The caller is back: notices that waited for it are due again (DOT-10)."""
         for run in self.owned(owner):
-            if any(n.waiting_for_host for n in run.state.outbox):
+            stopped = run.journal.failed is not None  # nothing goes out for it (core Rule 6)
+            if not stopped and any(n.waiting_for_host for n in run.state.outbox):
                 self.submit(run, HostOnline(new_id()))
 
     # ---- decisions -----------------------------------------------------------------------
@@ -343,7 +345,7 @@ class Supervisor(SupervisorCore):
         ids), cancel (interrupt, end the processes), budget (a new maxTurns)."""
         if action == "budget" and budget is None:
             raise self._err("dots.err.budget_required", "budget")
-        run = self.run_of(owner, run_id)
+        run = self.writable(self.run_of(owner, run_id))
         if action == "pause":
             self._refuse(self.submit(run, Pause(new_id())), "action")
         elif action == "resume":
@@ -352,7 +354,7 @@ class Supervisor(SupervisorCore):
             run.faulted.clear()  # the person saw the alert: its paths may run again
         elif action == "cancel":
             self._refuse(self.submit(run, Cancel(new_id())), "action")
-            self.durable()
+            self.durable(run)
             try:
                 await self.end_workers(run)
             except Exception as exc:  # the cancel stands; the failure is the run's alert
@@ -377,7 +379,7 @@ class Supervisor(SupervisorCore):
     ) -> RunView:
         """dots_tune: model / effort / timeoutMs / sandbox for the next turns; widening
         the sandbox, a model outside allowedModels or a longer timeout asks the user."""
-        run = self.run_of(owner, run_id)
+        run = self.writable(self.run_of(owner, run_id))
         state = run.state
         spec = state.proposal.role(worker)
         current = state.role(worker)
@@ -407,13 +409,9 @@ class Supervisor(SupervisorCore):
                     "changes",
                 )
         self._refuse(self.submit(run, event), "changes")
-        if self.store is not None:
-            self.store.append_raw(
-                run_id,
-                "tuning",
-                self.clock(),
-                {"worker": worker, "changes": dict(changes), "confirmed": bool(widen)},
-            )
+        self.log_raw(
+            run, "tuning", {"worker": worker, "changes": dict(changes), "confirmed": bool(widen)}
+        )
         return self._view(run)
 
     # ---- read-only -------------------------------------------------------------------------

@@ -385,7 +385,10 @@ class DotsMcp:
             views = self.sup.status(owner=owner, run_id=args.runId)
         runs = [v.to_json() for v in views]
         text = "; ".join(self._line(v) for v in runs) or self._say("dots.tool.no_runs")
-        return {"runs": runs}, text
+        aside = self.sup.quarantined_of(owner)  # runs of this conversation set aside at start
+        for q in aside:
+            text += "; " + self._say("dots.tool.quarantined", file=q.file, reason=q.reason)
+        return {"runs": runs, "quarantined": [q.to_json() for q in aside]}, text
 
     async def _dispatch(
         self, tool: str, owner: str, args: DispatchArgs
