@@ -1,37 +1,29 @@
 # Owns: `SupervisorCore`, the running half of the orchestration supervisor (seed 004,
-# DOT-1..12, 16, 17): the lifecycle of one state directory (its host lock, reloading
-# every run, ending every child), the journal of every run (events applied through the
-# pure core, made durable in batches before any effect they allow), the one owner of
-# background work (`Background`: faults pause the run with an alert), the tick (launch
-# admission from `plans.admit`, notices, decision timeouts, turn timeouts, quota
-# polls), launching turns (`_launch`) and the callbacks of the workers. The calls a
-# caller makes live in `Supervisor` (`_supervisor.py`), built on this class.
+# DOT-1..12, 16, 17), on the runs and journals of `RunBook` (`_runbook.py`): the
+# lifecycle of one state directory (its host lock, reloading every run, ending every
+# child), the one owner of background work (`Background`: faults pause the run with an
+# alert), the tick (launch admission from `plans.admit`, notices, decision timeouts,
+# turn timeouts, quota polls, idle workers), launching turns (`_launch`) and the
+# callbacks of the workers. The calls a caller makes live in `Supervisor`
+# (`_supervisor.py`), built on this class.
 #
 # Invariants:
-#   Rule 1: a run changes only through `submit` (DOT-1); an event is durable (its log
-#           line fsynced) before any effect it allows: a turn/start, an interrupt, a
-#           notice, a call's answer (`durable()`), and at the end of the loop iteration
-#           otherwise - one fsync per batch of events, not per event.
+#   Rule 1: a run changes only through `RunBook.submit` (DOT-1) and nothing acts on an
+#           event before it is durable (`durable()`).
 #   Rule 2: launch admission is `plans.admit` over every run (DOT-6): at most
-#           `maxConcurrent` turns on the host, never two in one directory.
+#           `maxConcurrent` turns on the host, never two in one directory (real paths).
 #   Rule 3: nothing is ever approved: an approval or input request is refused, its
 #           turn interrupted and its run paused with an alert (DOT-7).
 #   Rule 4: every background task is a child of `Background`; an unexpected exception
 #           in one (or in a worker callback) pauses its run with an alert and leaves the
 #           supervisor running. Waiting is on events, never a sleep loop.
 #   Rule 5: workers end by one path (`end_workers`): a cancel, a finish and a finished
-#           run all use it.
-#   Rule 6: a run whose journal cannot be written (an append or fsync fails: read-only
-#           or full directory, I/O error) is stopped in this supervisor: paused in
-#           memory with an alert, its live turns interrupted and its workers ended, no
-#           tick, notice or launch for it, and every call that would change it refused
-#           (a DotsError on `runId`). Nothing is retried in a loop; a restart reloads it
-#           as its journal holds it. A call whose events did not become durable fails,
-#           and what failed is not left in the log to replay (planstore Rule 7).
+#           run all use it; an idle role's process ends after `idleMs`.
+#   Rule 6: a run stopped because its journal failed (`RunBook` Rule 2) is never
+#           ticked, launched or notified again in this process.
 #   Rule 7: at `open`, a directory that cannot be written is refused before anything
 #           starts (DotsError on `stateDir`, one line); a run whose files cannot be used
-#           (not valid, a link, a FIFO, a directory) is moved to `quarantine/` and
-#           listed in `quarantined`, the others load.
+#           is quarantined (`RunBook` Rule 3) and the others load.
 from __future__ import annotations
 
 import asyncio
@@ -43,20 +35,15 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
-from markertools import Msg, msg, summarize_error
+from markertools import msg, summarize_error
 from markertools.plans import (
     LIVE_ROLE_STATES,
-    Applied,
-    Dropped,
-    Event,
-    Halt,
     HostSettings,
     Notice,
     NotifyResult,
     QuotaObserved,
     RunAdmission,
     RunState,
-    Step,
     TurnEnded,
     admit,
     due_decision_timeouts,
@@ -81,20 +68,16 @@ from markertools_adapters.dots._ports import (
     Notifier,
     SubagentProvider,
 )
+from markertools_adapters.dots._runbook import RunBook
 from markertools_adapters.dots._runslot import RunSlot, new_id
 from markertools_adapters.dots._views import FINISHED, head
 from markertools_adapters.dots._worker import CodexWorker
 from markertools_adapters.planstore import (
-    CorruptStore,
     HostLock,
     HostLockHeld,
     PlanStore,
     PlanStoreError,
-    Quarantined,
-    RunJournal,
-    RunNotFound,
     StateDirUnwritable,
-    quarantine,
     quarantined,
 )
 
@@ -123,7 +106,7 @@ def checked_settings(settings: HostSettings) -> HostSettings:
     return settings
 
 
-class SupervisorCore:
+class SupervisorCore(RunBook):
     """Lifecycle, journal, tick, launching and worker callbacks (see the module)."""
 
     def __init__(
@@ -160,17 +143,8 @@ class SupervisorCore:
             request_timeout=request_timeout,
             locale=locale,
         )
-        self.store: PlanStore | None = None
-        self.lock: HostLock | None = None
-        self.runs: dict[str, RunSlot] = {}
-        self.quarantined: list[Quarantined] = []  # the state directory's quarantine (Rule 7)
-        self._stopped: set[str] = set()  # runs stopped because their journal failed (Rule 6)
-        self.restart_steps: dict[str, Step] = {}
+        RunBook.__init__(self, self.root, clock, locale)
         self.background = Background("dots supervisor", on_fault=self._fault, log=log)
-        self._changed = asyncio.Event()
-        self._wake = asyncio.Event()
-        self._dirty: set[str] = set()
-        self._flush_scheduled = False
         self._last_admitted: str | None = None
 
     # ---- lifecycle ---------------------------------------------------------------
@@ -212,39 +186,6 @@ class SupervisorCore:
             raise DotsError(text.render(self.locale), "stateDir") from None
         await self.background.start()
         self.background.spawn(self._tick_loop(), name="tick")
-
-    def _reload(self, store: PlanStore, lock: HostLock, run_id: str) -> None:
-        """Load one run, or quarantine its files when they cannot be used (Rule 7).
-        Raises PlanStoreError when the directory itself fails (nothing can be moved,
-        the restart cannot be recorded)."""
-        try:
-            journal, step = RunJournal.open(
-                store, lock, run_id, now=self.clock(), restart_event_id=new_id()
-            )
-        except RunNotFound:
-            return  # gone since the listing
-        except CorruptStore as exc:
-            store.close_log(run_id)  # no descriptor of its log stays open while it moves
-            damaged = exc.path or store.record_path(run_id)
-            reason = str(exc).removeprefix(f"{damaged}: ")
-            owner = store.owner_hint(run_id)  # the record may still name it
-            found = quarantine(
-                store.root,
-                [store.record_path(run_id).name, store.log_path(run_id).name],
-                file=damaged.name,
-                reason=reason,
-                now=self.clock(),
-                owner=owner,
-                run_id=run_id,
-            )
-            log.warning("quarantined %s: %s (moved to %s)", found.file, reason, found.moved_to)
-            return
-        self.runs[run_id] = RunSlot(journal)
-        self.restart_steps[run_id] = step
-
-    def quarantined_of(self, owner: str) -> list[Quarantined]:
-        """The quarantined runs that named `owner` (what that conversation may see)."""
-        return [q for q in self.quarantined if q.owner is not None and q.owner == owner]
 
     async def close(self) -> None:
         """Stop driving runs and end every child; runs stay resumable (DOT-16)."""
@@ -308,148 +249,6 @@ class SupervisorCore:
             call()
         except Exception as exc:
             self.run_fault(run, what, exc)
-
-    # ---- the journal (Rule 1) ---------------------------------------------------------
-
-    def submit(self, run: RunSlot, event: Event) -> Step:
-        """Apply one event through the run's journal (Rule 1); raises a DotsError on
-        `runId` when the journal cannot take it (Rule 6)."""
-        if run.journal.failed is not None:
-            raise self._unwritable(run, undone=True)
-        try:
-            step = run.journal.submit(event, self.clock(), durable=False)
-        except StateDirUnwritable as exc:
-            self._stop(run, exc)
-            raise self._unwritable(run, undone=exc.undone) from None
-        self._dirty.add(run.run_id)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            with contextlib.suppress(RuntimeError):  # no loop: the caller syncs itself
-                asyncio.get_running_loop().call_soon(self._flush_soon)
-        if isinstance(step.outcome, Applied | Dropped):
-            self._signal_change()
-        if isinstance(step.outcome, Applied) and step.outcome.note is not None:
-            log.info("run %s: %s", run.run_id, step.outcome.note.render("en"))
-        return step
-
-    def _signal_change(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-        self._wake.set()
-
-    def _unwritable(self, run: RunSlot, *, undone: bool) -> DotsError:
-        key = "dots.err.journal_failed" if undone else "dots.err.journal_broken"
-        text = msg(key, run=run.run_id, detail=run.journal.failed or "?").render(self.locale)
-        return DotsError(text, "runId")
-
-    def _stop(self, run: RunSlot, exc: PlanStoreError) -> None:
-        """Rule 6, once per run: fail its journal, pause it in memory with an alert,
-        wake the waiters, interrupt its turns and end its workers (no event for any of
-        it: nothing more can be recorded)."""
-        if run.run_id in self._stopped:
-            return
-        self._stopped.add(run.run_id)
-        detail = msg("plan.paused.journal", detail=str(exc))
-        run.journal.fail(str(exc), detail, self.clock())
-        log.error("run %s: %s", run.run_id, detail.render("en"))
-        self._signal_change()
-        if run.workers:
-            stopping = self._end_stopped(run)
-            if self.background.spawn(stopping, name=f"run {run.run_id}: stopping") is None:
-                stopping.close()  # closing: `close()` ends the workers
-
-    async def _end_stopped(self, run: RunSlot) -> None:
-        for name, worker in list(run.workers.items()):
-            try:
-                if worker.turn_live:
-                    await worker.interrupt()
-            except Exception as exc:  # ending it anyway
-                log.info("run %s: interrupt failed: %s", run.run_id, summary(exc))
-            await worker.close(grace=2.0)
-            if run.workers.get(name) is worker:
-                del run.workers[name]
-
-    def writable(self, run: RunSlot) -> RunSlot:
-        """`run`, or its DotsError when it is stopped (Rule 6): for calls that would ask
-        the user first, so nobody is asked about a change that cannot be recorded."""
-        if run.journal.failed is not None:
-            raise self._unwritable(run, undone=True)
-        return run
-
-    def create_run(self, state: RunState) -> RunSlot:
-        """A new run: its record written (durably) and its slot; a DotsError when the
-        record cannot be written (nothing is created)."""
-        assert self.store is not None and self.lock is not None
-        try:
-            journal = RunJournal.create(self.store, self.lock, state)
-        except StateDirUnwritable as exc:
-            text = msg("dots.err.not_created", detail=str(exc)).render(self.locale)
-            raise DotsError(text, None) from None
-        run = self.runs[state.run_id] = RunSlot(journal)
-        return run
-
-    def abandon_run(self, run: RunSlot, error: DotsError) -> DotsError:
-        """A run whose first events could not be recorded (Rule 6) is taken back: it
-        leaves the supervisor and its files are removed, and the error to answer says
-        nothing was created. When its files cannot be removed, it stays (stopped, as
-        `error` says) and a restart shows it as a run that never started."""
-        if self.store is None or not self.store.remove_new(run.run_id):
-            log.error("run %s could not start, and its files could not be removed", run.run_id)
-            return error
-        self.runs.pop(run.run_id, None)
-        self._stopped.discard(run.run_id)
-        detail = run.journal.failed or error.message
-        return DotsError(msg("dots.err.not_created", detail=detail).render(self.locale), None)
-
-    def log_raw(self, run: RunSlot, kind: str, body: Any) -> None:
-        """A non-event record in the run's log (DOT-2: a tuning change); raises like
-        `submit` when the journal cannot take it."""
-        if run.journal.failed is not None:
-            raise self._unwritable(run, undone=True)
-        assert self.store is not None
-        try:
-            self.store.append_raw(run.run_id, kind, self.clock(), body)
-        except StateDirUnwritable as exc:
-            self._stop(run, exc)
-            raise self._unwritable(run, undone=exc.undone) from None
-        self._dirty.add(run.run_id)
-
-    def _flush_soon(self) -> None:
-        self._flush_scheduled = False
-        try:
-            self.durable()
-        except Exception:
-            log.exception("the run journals could not be synced")
-
-    def durable(self, run: RunSlot | None = None) -> None:
-        """Every event submitted so far is durable (one fsync per run with news). A run
-        whose fsync fails is stopped (Rule 6); when that is `run` (the run a call or an
-        effect is about), this raises its DotsError: what the caller was about to
-        answer or do did not become durable."""
-        dirty, self._dirty = self._dirty, set()
-        failed: StateDirUnwritable | None = None
-        for run_id in dirty:
-            slot = self.runs.get(run_id)
-            if slot is None or slot.journal.failed is not None:
-                continue
-            try:
-                slot.journal.sync()
-            except StateDirUnwritable as exc:
-                self._stop(slot, exc)
-                if slot is run:
-                    failed = exc
-        if run is not None and run.journal.failed is not None:
-            raise self._unwritable(run, undone=failed.undone if failed else True)
-
-    def halt(self, run: RunSlot, kind: str, detail: Msg, role: str | None) -> None:
-        self.submit(run, Halt(new_id(), kind, detail, role))  # type: ignore[arg-type]
-
-    async def changed(self, timeout: float) -> None:
-        """Wait until any run changes, or `timeout` seconds."""
-        event = self._changed
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(max(0.0, timeout)):
-                await event.wait()
 
     # ---- the tick ---------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from support.codex import OfflineCodex
 from support.mcp_wire import RawServe
 
-from markertools_adapters.dots._mcp_stdio import (
+from markertools_adapters.dots._jsonrpc_wire import (
     ID_SCAN_BYTES,
     MAX_MESSAGE_BYTES,
     MAX_STRUCTURE,
