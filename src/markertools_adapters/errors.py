@@ -32,6 +32,7 @@ so `except TimeoutError` or `except ValueError` still catches what it caught::
     │   ├── RunNotFound
     │   ├── StaleRevision
     │   ├── CorruptStore
+    │   ├── StateDirUnwritable             a write to the state directory failed (`undone`)
     │   └── HostLockHeld
     ├── DotsError                          dots: a refused supervisor call (`field`, `message`)
     │   ├── RunNotFound                    dots.RunNotFound (not planstore's)

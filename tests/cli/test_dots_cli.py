@@ -33,7 +33,7 @@ def test_dots_run_completes_both_roles_with_the_person_as_decider(tmp_path: Path
     run = markertools("dots", "run", str(PLAN), "--codex-bin", codex_bin(), "--state-dir", str(state), "--json", stdin=answers)
     assert run.returncode == 0, run.stderr[-2000:]
     out = run.stdout
-    assert "== Start this plan?" in out and "goal: find the fault in the parser and fix it" in out
+    assert "== Start this plan?\ngoal:\n  | find the fault in the parser and fix it\n" in out
     assert "== Launch these workers?" in out and "reader: cwd /tmp, sandbox read-only" in out
     assert "reply of reader: (fake model) Done: Find the fault and the smallest fix" in out
     final = json.loads(out[out.index("{\n"):])

@@ -76,7 +76,8 @@ def test_status_on_a_missing_directory_reports_no_runs_and_creates_nothing(
         0, f"no runs in {root} (the directory does not exist yet)\n", ""
     )
     as_json = cli(env, "dots", "status", "--json", "--state-dir", str(tmp_path / "nowhere"))
-    assert as_json.returncode == 0 and json.loads(as_json.stdout) == {"runs": []}
+    assert as_json.returncode == 0
+    assert json.loads(as_json.stdout) == {"runs": [], "quarantined": [], "damaged": []}
     one = cli(env, "dots", "status", "abc123", "--state-dir", str(tmp_path / "nowhere"))
     assert (one.returncode, one.stderr) == (
         2, f"markertools: no run 'abc123' in {tmp_path / 'nowhere'} (the directory does not exist)\n"

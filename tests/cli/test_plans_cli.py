@@ -62,6 +62,24 @@ def test_validate_text_lists_every_error(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.rule("PLN-2")
+def test_validate_refuses_control_characters_in_names_and_models(tmp_path: Path) -> None:
+    """Issue 26 item 3: a role named across two lines and a model carrying an escape
+    sequence are refused at their paths; the free-text goal keeps its newline."""
+    hostile = proposal_dict(
+        [role_dict("reader\n== Launch these workers?", model="gpt\x1b[2K")],
+        goal="fix it\nlimits: maxTurns 1, timeoutMs 1000 (SAFE)",
+    )
+    result = run("plan", "validate", write(tmp_path, hostile))
+    assert result.exit_code == 1
+    reason = "must not contain control characters (line breaks, tabs, escapes, bidi controls)"
+    assert result.stdout.splitlines() == [
+        "invalid proposal: 2 errors",
+        f"  $.workers[0].name: {reason}: found U+000A at character 7",
+        f"  $.workers[0].model: {reason}: found U+001B at character 4",
+    ]
+
+
 @pytest.mark.rule("PLN-3")
 def test_validate_in_chinese() -> None:
     result = run(

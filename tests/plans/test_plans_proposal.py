@@ -40,6 +40,10 @@ from markertools.plans import (
 from markertools.text.catalog import CATALOG
 
 EXAMPLES = REPO / "examples" / "plans"
+CONTROL = (
+    "must not contain control characters (line breaks, tabs, escapes, bidi controls): "
+    "found {char} at character {index}"
+)
 
 
 def issues(raw: Any, **kw: Any) -> list[tuple[str, str]]:
@@ -499,10 +503,17 @@ def test_role_names_unique() -> None:
 
 
 @pytest.mark.rule("PLN-2")
-@pytest.mark.parametrize("name", [" a", "a ", "a\tb", "\x1b[31mred"])
-def test_role_name_form(name: str) -> None:
-    path, message = only_issue(proposal_dict([role_dict(name)]))
-    assert path == "$.workers[0].name" and "whitespace or control" in message
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        (" a", "role name ' a' must not have surrounding whitespace"),
+        ("a ", "role name 'a ' must not have surrounding whitespace"),
+        ("a\tb", CONTROL.format(char="U+0009", index=2)),
+        ("\x1b[31mred", CONTROL.format(char="U+001B", index=1)),
+    ],
+)
+def test_role_name_form(name: str, reason: str) -> None:
+    assert only_issue(proposal_dict([role_dict(name)])) == ("$.workers[0].name", reason)
 
 
 @pytest.mark.rule("PLN-2")

@@ -643,3 +643,33 @@ def test_due_notices_never_yield_a_stale_decision() -> None:
     )
     assert due_notices(stale_state, r.now) == ()
     assert len(due_notices(r.state, r.now)) == 1
+
+
+# ---- a launch that never started a turn (issue 26 item 9) -----------------------------
+
+
+@pytest.mark.rule("PLN-6", "DOT-3")
+@pytest.mark.parametrize("halted_first", [False, True])
+def test_a_launch_that_failed_before_the_turn_gives_the_turn_back(halted_first: bool) -> None:
+    from markertools.plans import Halt
+    from markertools.text.msg import msg
+
+    run = two_step()
+    run.ok(Launch(run.eid(), "reader"))
+    assert run.state.turns_used == 1 and run.role("reader").turns == 1
+    if halted_first:  # the supervisor pauses the run, then reports the failed turn
+        detail = msg("plan.paused.launch_failed", role="reader", detail="boom")
+        run.ok(Halt(run.eid(), "launch-failed", detail, "reader"))
+    run.ok(TurnEnded(run.eid(), "reader", "d-1", None, "failed", started=False))
+    assert run.state.turns_used == 0  # it never ran: maxTurns counts only turns that ran
+    assert run.role("reader").turns == 0
+    assert run.role("reader").last_outcome == "failed"
+
+
+@pytest.mark.rule("PLN-6")
+def test_a_turn_that_ran_and_failed_still_counts() -> None:
+    run = two_step()
+    run.ok(Launch(run.eid(), "reader"))
+    run.ok(TurnStarted(run.eid(), "reader", "thr"))
+    run.ok(TurnEnded(run.eid(), "reader", "d-1", None, "failed"))
+    assert run.state.turns_used == 1 and run.role("reader").turns == 1

@@ -50,7 +50,10 @@ class OfflineCodex:
 
     @property
     def env(self) -> dict[str, str]:
-        return codex_env(self.home)
+        env = codex_env(self.home)
+        if os.environ.get("PYTHONPATH"):  # a `markertools` child runs the code under test
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        return env
 
     def client(self, **kw: Any) -> AppServerClient:
         kw.setdefault("default_timeout", 30.0)

@@ -5,11 +5,16 @@
   `validate_host_settings(value)` does the same for `HostSettings` (PLN-10).
 - Scheduling: `schedule(proposal, finished, running, max_concurrent)` (PLN-5),
   `topological_order`, `find_cycles` (PLN-3).
+- Control characters: `is_control_character`, `has_control_characters`,
+  `first_control_character` - the one definition (C0, DEL, C1, U+2028/2029, bidi
+  controls) PLN validation, dots_tune and the MCP arguments refuse in names, ids,
+  models, paths and buckets, and confirmations escape in free text.
 - Admission: `admit(runs, max_concurrent)` - which roles a host launches now (DOT-6).
 - Runs: `new_run(...)` then `apply(state, event, now) -> Step` for every event
   (PLN-6..9); the transition tables `RUN_MACHINE` / `ROLE_MACHINE`; read-only
-  questions (`launchable`, `launch_payload`, `due_notices`, ...). Ids and times
-  always arrive as arguments.
+  questions (`launchable`, `launch_payload`, `due_notices`, ...); `tune_refusal` /
+  `budget_refusal` say why a tune or a budget would be refused, so a host refuses it
+  before asking anyone. Ids and times always arrive as arguments.
 - JSON: `run_to_json` / `run_from_json`, `event_to_json` / `event_from_json`,
   `proposal_to_json` (camelCase, round-trips exactly).
 The store (atomic run record, JSONL event log, host lock) is
@@ -29,6 +34,7 @@ from markertools.plans._codec import (
     run_from_json,
     run_to_json,
 )
+from markertools.plans._control import budget_refusal, tune_refusal
 from markertools.plans._events import (
     Applied,
     Budget,
@@ -54,6 +60,11 @@ from markertools.plans._events import (
     Tune,
     TurnEnded,
     TurnStarted,
+)
+from markertools.plans._fields import (
+    first_control_character,
+    has_control_characters,
+    is_control_character,
 )
 from markertools.plans._graph import (
     ReadyRole,
@@ -174,12 +185,16 @@ __all__ = [
     "TurnStarted",
     "admit",
     "apply",
+    "budget_refusal",
     "decision_ids_needed",
     "due_decision_timeouts",
     "due_notices",
     "event_from_json",
     "event_to_json",
     "find_cycles",
+    "first_control_character",
+    "has_control_characters",
+    "is_control_character",
     "is_full_access",
     "launch_payload",
     "launchable",
@@ -194,6 +209,7 @@ __all__ = [
     "schedule",
     "topological_order",
     "transition",
+    "tune_refusal",
     "validate_host_settings",
     "validate_proposal",
     "validate_proposal_text",

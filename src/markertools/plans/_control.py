@@ -8,6 +8,9 @@
 #           refused while a role is still stopping, and keeps `total_reminders`.
 #   Rule 3: after a restart, every role whose turn was live is paused with its
 #           instruction kept as `interrupted_instruction`; it is never re-sent.
+#   Rule 4: a tune or a budget is refused by one check (`tune_refusal`,
+#           `budget_refusal`), which the host also runs before it asks the user
+#           (DOT-14): a value that will be refused is refused before anyone is asked.
 from __future__ import annotations
 
 import attrs
@@ -29,9 +32,9 @@ from markertools.plans._events import (
     ThreadSeen,
     Tune,
 )
-from markertools.plans._fields import quote
+from markertools.plans._fields import first_control_character, quote
 from markertools.plans._machines import LIVE_ROLE_STATES, RUN_MACHINE, Illegal, transition
-from markertools.plans._model import EFFORTS, RANGES, SANDBOXES
+from markertools.plans._model import EFFORTS, RANGES, SANDBOXES, PlanIssue
 from markertools.plans._quota import QuotaStop, QuotaUnobserved, quota_verdict
 from markertools.plans._runops import (
     ANY_DETAIL,
@@ -178,39 +181,67 @@ def halt(state: RunState, ev: Halt, now: float) -> Result:
     return pause(state, ev.kind, ev.detail, now), Applied(ev.detail)
 
 
-def tune(state: RunState, ev: Tune, now: float) -> Result:
-    """dots_tune (DOT-13): overrides for the role's next turns. The host asked the
-    user first where the change widens anything (DOT-14); here it is only checked."""
+def tune_refusal(state: RunState, ev: Tune) -> PlanIssue | None:
+    """Why this tune would be refused (Rule 4), at the dots_tune argument it concerns
+    (`runId`, `worker`, `changes.<field>`), or None. A model outside allowedModels is
+    refused unless `ev.allow_models` adds it (the user confirmed it)."""
     if state.status in ("completed", "cancelled"):
-        return state, Refused(msg("plan.run_not_running", status=state.status))
+        return PlanIssue("runId", msg("plan.run_not_running", status=state.status))
     role = state.role(ev.role)
     if role is None:
-        return state, Refused(msg("plan.no_such_role", name=quote(ev.role)))
+        return PlanIssue("worker", msg("plan.no_such_role", name=quote(ev.role)))
     if role.status == "completed":
-        return state, Refused(msg("plan.not_awaiting", role=quote(ev.role), status=role.status))
-    if ev.effort is not None and ev.effort not in EFFORTS:
-        return state, Refused(msg("plan.tune_bad", field="effort", value=quote(ev.effort)))
-    if ev.sandbox is not None and ev.sandbox not in SANDBOXES:
-        return state, Refused(msg("plan.tune_bad", field="sandbox", value=quote(ev.sandbox)))
+        return PlanIssue("worker", msg("plan.tune_finished_role", role=quote(ev.role)))
+    at = first_control_character(ev.model) if ev.model is not None else None
+    if ev.model is not None and at is not None:
+        char = f"U+{ord(ev.model[at]):04X}"
+        return PlanIssue(
+            "changes.model", msg("plan.tune_control", field="model", char=char, index=at + 1)
+        )
+    for field, value, choices in (
+        ("effort", ev.effort, EFFORTS),
+        ("sandbox", ev.sandbox, SANDBOXES),
+    ):
+        if value is not None and value not in choices:
+            allowed = tuple(quote(c) for c in choices)
+            return PlanIssue(
+                f"changes.{field}",
+                msg("plan.tune_bad", field=field, allowed=allowed, value=quote(value)),
+            )
     low, high = RANGES["timeoutMs"]
     if ev.timeout_ms is not None and not low <= ev.timeout_ms <= (high or ev.timeout_ms):
-        return state, Refused(msg("plan.tune_bad", field="timeoutMs", value=ev.timeout_ms))
-    allowed = (
-        *state.allowed_models,
-        *(m for m in ev.allow_models if m not in state.models_allowed),
-    )
-    model = ev.model if ev.model is not None else role.model
+        return PlanIssue(
+            "changes.timeoutMs",
+            msg("plan.tune_range", field="timeoutMs", lo=low, hi=high, value=ev.timeout_ms),
+        )
     spec = state.proposal.role(ev.role)
     planned = spec.model if spec is not None else None
     if (
         ev.model is not None
         and ev.model != planned
-        and ev.model not in (*state.models_allowed, *allowed)
+        and ev.model not in (*state.models_allowed, *ev.allow_models)
     ):
-        return state, Refused(msg("plan.tune_model_not_allowed", model=quote(ev.model)))
+        return PlanIssue(
+            "changes.model", msg("plan.tune_model_not_allowed", model=quote(ev.model))
+        )
+    return None
+
+
+def tune(state: RunState, ev: Tune, now: float) -> Result:
+    """dots_tune (DOT-13): overrides for the role's next turns. The host asked the
+    user first where the change widens anything (DOT-14); here it is only checked."""
+    refusal = tune_refusal(state, ev)
+    if refusal is not None:
+        return state, Refused(refusal.message)
+    role = state.role(ev.role)
+    assert role is not None  # tune_refusal checked it
+    allowed = (
+        *state.allowed_models,
+        *(m for m in ev.allow_models if m not in state.models_allowed),
+    )
     tuned = attrs.evolve(
         role,
-        model=model,
+        model=ev.model if ev.model is not None else role.model,
         effort=ev.effort if ev.effort is not None else role.effort,
         timeout_ms=ev.timeout_ms if ev.timeout_ms is not None else role.timeout_ms,
         sandbox=ev.sandbox if ev.sandbox is not None else role.sandbox,
@@ -218,16 +249,30 @@ def tune(state: RunState, ev: Tune, now: float) -> Result:
     return attrs.evolve(put(state, tuned), allowed_models=allowed), Applied()
 
 
+def budget_refusal(state: RunState, max_turns: int) -> PlanIssue | None:
+    """Why a new turn limit would be refused (Rule 4): a finished run, a value outside
+    PLN-1's maxTurns range, or below the turns already used; None when it is fine."""
+    if state.status in ("completed", "cancelled"):
+        return PlanIssue("runId", msg("plan.run_not_running", status=state.status))
+    low, high = RANGES["maxTurns"]
+    if not low <= max_turns <= (high or max_turns):
+        return PlanIssue(
+            "budget", msg("plan.budget_range", lo=low, hi=high or 0, value=max_turns)
+        )
+    if max_turns < state.turns_used:
+        return PlanIssue(
+            "budget",
+            msg("plan.budget_bad", value=max_turns, used=state.turns_used, max=high or 0),
+        )
+    return None
+
+
 def budget(state: RunState, ev: Budget, now: float) -> Result:
     """dots_control budget: a new turn limit within PLN-1's range, never below the
     turns already used."""
-    if state.status in ("completed", "cancelled"):
-        return state, Refused(msg("plan.run_not_running", status=state.status))
-    low, high = RANGES["maxTurns"]
-    if not low <= ev.max_turns <= (high or ev.max_turns) or ev.max_turns < state.turns_used:
-        return state, Refused(
-            msg("plan.budget_bad", value=ev.max_turns, used=state.turns_used, max=high or 0)
-        )
+    refusal = budget_refusal(state, ev.max_turns)
+    if refusal is not None:
+        return state, Refused(refusal.message)
     return attrs.evolve(state, max_turns=ev.max_turns), Applied()
 
 

@@ -47,13 +47,16 @@ class TurnStarted:
 
 @attrs.frozen
 class TurnEnded:
-    """A role's turn ended; `decision_id` is the fresh id of the decision it awaits."""
+    """A role's turn ended; `decision_id` is the fresh id of the decision it awaits.
+    `started` False: the launch failed before Codex started the turn, so it does not
+    count against `maxTurns` (the turn it was going to be is given back)."""
 
     event_id: str
     role: str
     decision_id: str
     reply: str | None = None
     outcome: TurnOutcome = "completed"
+    started: bool = True
 
 
 @attrs.frozen

@@ -12,6 +12,10 @@
 #           unrepresentable numbers are errors at their own path.
 #   Rule 4: values quoted in messages are truncated and have control characters
 #           escaped, so hostile text cannot forge extra lines in a report.
+#   Rule 5: one definition of a control character (`is_control_character`: C0, DEL,
+#           C1, the line and paragraph separators, the bidi controls); names, ids,
+#           models, paths and buckets refuse them and lone surrogates (`plain_string`),
+#           free text keeps them and whoever shows it escapes them.
 from __future__ import annotations
 
 import difflib
@@ -27,6 +31,41 @@ from markertools.text.msg import Msg, msg
 
 MAX_ISSUES: Final[int] = 100
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# U+2028/2029 (line / paragraph separator), the bidi embeddings, overrides and
+# isolates (U+202A-202E, U+2066-2069) and the bidi marks (U+061C, U+200E, U+200F).
+_LAYOUT_CONTROLS: Final[frozenset[int]] = frozenset(
+    {0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+)
+
+
+def is_control_character(char: str) -> bool:
+    """C0 (U+0000-001F: newline, tab, ESC ...), DEL, C1 (U+0080-009F), the line and
+    paragraph separators and the bidi controls (Rule 5): characters that move the
+    cursor, start a line or reorder what a person reads."""
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code <= 0x9F or code in _LAYOUT_CONTROLS
+
+
+def first_control_character(value: str) -> int | None:
+    """The index of the first control character of `value` (Rule 5), or None."""
+    for index, char in enumerate(value):
+        if is_control_character(char):
+            return index
+    return None
+
+
+def has_control_characters(value: str) -> bool:
+    """Whether `value` holds a control character (Rule 5): the one check of PLN
+    validation, dots_tune and the MCP arguments."""
+    return first_control_character(value) is not None
+
+
+def control_character_issue(value: str) -> Msg | None:
+    """The refusal of a value that holds a control character, naming the first one."""
+    index = first_control_character(value)
+    if index is None:
+        return None
+    return msg("plan.control_chars", char=f"U+{ord(value[index]):04X}", index=index + 1)
 
 
 class _Invalid:
@@ -119,6 +158,29 @@ def string() -> Checker:
             issues.add(path, msg("plan.blank"))
             return INVALID
         return value
+
+    return check
+
+
+def plain_string() -> Checker:
+    """A non-blank string without control characters (Rule 5) or lone surrogates: a
+    name, an id, a model, a path, a bucket: a value shown inside a line that must stay
+    one line (and be printable at all)."""
+    text = string()
+
+    def check(value: object, path: str, issues: Issues) -> object:
+        got = text(value, path, issues)
+        if not isinstance(got, str):
+            return got
+        refusal = control_character_issue(got)
+        if refusal is not None:
+            issues.add(path, refusal)
+            return INVALID
+        lone = next((i for i, c in enumerate(got) if 0xD800 <= ord(c) <= 0xDFFF), None)
+        if lone is not None:  # `\ud800` in JSON: not a character, cannot be printed
+            issues.add(path, msg("plan.surrogate", char=f"U+{ord(got[lone]):04X}", index=lone + 1))
+            return INVALID
+        return got
 
     return check
 

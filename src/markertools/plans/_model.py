@@ -35,9 +35,13 @@ RANGES: Final[dict[str, tuple[int, int | None]]] = {
     "windowMinutes": (1, None),
     "maxConcurrent": (1, 3),
     "pollMs": (1000, None),
+    "maxRuns": (1, 64),
+    "idleMs": (0, 3_600_000),
 }
 DEFAULT_MAX_CONCURRENT: Final[int] = 3
 DEFAULT_POLL_MS: Final[int] = 30_000
+DEFAULT_MAX_RUNS: Final[int] = 8  # unfinished runs on one host (issue 26: a bounded footprint)
+DEFAULT_IDLE_MS: Final[int] = 60_000  # an idle role's app-server ends after this long
 
 
 @attrs.frozen
@@ -104,6 +108,8 @@ class HostSettings:
 
     max_concurrent: int = DEFAULT_MAX_CONCURRENT
     poll_ms: int = DEFAULT_POLL_MS
+    max_runs: int = DEFAULT_MAX_RUNS
+    idle_ms: int = DEFAULT_IDLE_MS
     state_dir: str | None = None  # None: the adapter's default (`~/.dsh/codex-dots/v2`)
     codex_bin: str | None = None  # None: discovered
     subagent_provider: str = "spawn"

@@ -11,6 +11,10 @@
 #   Rule 3: unknown fields are errors at every level (the safer reading: a misspelt
 #           `dependsOn` or `existingThreadId` must not silently change what runs).
 #   Rule 4: full-access sandboxes are refused under any spelling.
+#   Rule 5: names, ids, models, paths and buckets hold no control character (newline,
+#           tab, ESC, DEL, C1, U+2028/2029, bidi controls: `_fields.is_control_character`):
+#           they are shown inside one line of what a person confirms. Free text (goal,
+#           plan, role, instruction) may hold them; the confirmation escapes them.
 from __future__ import annotations
 
 import re
@@ -29,6 +33,7 @@ from markertools.plans._fields import (
     number,
     obj,
     one_of,
+    plain_string,
     quote,
     string,
     type_name,
@@ -64,10 +69,6 @@ def _sandbox_refusal(value: str) -> Msg | None:
     return None
 
 
-def _has_control(value: str) -> bool:
-    return any(ord(c) < 32 or ord(c) == 127 for c in value)
-
-
 def cwd_form(value: str) -> str | None:
     """'posix' / 'windows' for an absolute path in either form, None otherwise."""
     if value.startswith("/"):
@@ -88,11 +89,8 @@ def normalize_cwd(value: str) -> str:
 
 
 def _cwd(value: object, path: str, issues: Issues) -> object:
-    got = string()(value, path, issues)
+    got = plain_string()(value, path, issues)
     if not isinstance(got, str):
-        return INVALID
-    if _has_control(got):
-        issues.add(path, msg("plan.cwd_control"))
         return INVALID
     form = cwd_form(got)
     if form is None:
@@ -106,10 +104,10 @@ def _cwd(value: object, path: str, issues: Issues) -> object:
 
 
 def _role_name(value: object, path: str, issues: Issues) -> object:
-    got = string()(value, path, issues)
+    got = plain_string()(value, path, issues)
     if not isinstance(got, str):
         return INVALID
-    if got != got.strip() or _has_control(got):
+    if got != got.strip():
         issues.add(path, msg("plan.name_form", got=quote(got)))
         return INVALID
     return got
@@ -126,14 +124,14 @@ ROLE_FIELDS: Final[tuple[Field, ...]] = (
     Field("role", string()),
     Field("instruction", string()),
     Field("sandbox", one_of(SANDBOXES, _sandbox_refusal)),
-    Field("model", string(), required=False),
+    Field("model", plain_string(), required=False),
     Field("effort", one_of(EFFORTS), required=False),
-    Field("dependsOn", list_of(string(), unique=True), required=False),
-    Field("existingThreadId", string(), required=False),
+    Field("dependsOn", list_of(plain_string(), unique=True), required=False),
+    Field("existingThreadId", plain_string(), required=False),
 )
 QUOTA_FIELDS: Final[tuple[Field, ...]] = (
     Field("stopAtLeftPercent", number(*RANGES["stopAtLeftPercent"]), required=False),
-    Field("bucket", string(), required=False),
+    Field("bucket", plain_string(), required=False),
     _int_field("windowMinutes", required=False),
 )
 SUPERVISION_FIELDS: Final[tuple[Field, ...]] = (
@@ -148,15 +146,17 @@ PROPOSAL_FIELDS: Final[tuple[Field, ...]] = (
     Field("quota", obj(QUOTA_FIELDS)),
     _int_field("maxTurns"),
     _int_field("timeoutMs"),
-    Field("allowedModels", list_of(string(), unique=True), required=False),
+    Field("allowedModels", list_of(plain_string(), unique=True), required=False),
     Field("supervision", obj(SUPERVISION_FIELDS)),
 )
 HOST_FIELDS: Final[tuple[Field, ...]] = (
     _int_field("maxConcurrent", required=False),
     _int_field("pollMs", required=False),
-    Field("stateDir", string(), required=False),
-    Field("codexBin", string(), required=False),
-    Field("subagentProvider", string(), required=False),
+    _int_field("maxRuns", required=False),
+    _int_field("idleMs", required=False),
+    Field("stateDir", plain_string(), required=False),
+    Field("codexBin", plain_string(), required=False),
+    Field("subagentProvider", plain_string(), required=False),
 )
 _check_proposal: Final[Checker] = obj(PROPOSAL_FIELDS)
 _check_host: Final[Checker] = obj(HOST_FIELDS)

@@ -110,10 +110,19 @@ def ended(role: RoleRun, ev: TurnEnded) -> RoleRun:
     )
 
 
+def _give_back(state: RunState, role: RoleRun, ev: TurnEnded) -> tuple[RunState, RoleRun]:
+    """A turn that never started does not count (issue 26)."""
+    if ev.started or role.status not in ("starting", "stopping") or role.turns < 1:
+        return state, role
+    back = attrs.evolve(state, turns_used=max(0, state.turns_used - 1))
+    return back, attrs.evolve(role, turns=role.turns - 1)
+
+
 def turn_ended(state: RunState, ev: TurnEnded, now: float) -> Result:
     role = lookup(state, ev.role)
     if isinstance(role, Refused):
         return state, role
+    state, role = _give_back(state, role, ev)
     if role.status == "stopping":
         return put(state, ended(must(role, "stopped"), ev)), Applied()
     if role.status not in ("running", "starting"):  # starting: the start notice was lost

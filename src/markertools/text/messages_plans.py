@@ -78,13 +78,19 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "cwd must not contain '.' or '..' segments, got {got}",
         "zh": "cwd 不得包含 '.' 或 '..' 路径段，实际为 {got}",
     },
-    "plan.cwd_control": {
-        "en": "cwd must not contain control characters",
-        "zh": "cwd 不得包含控制字符",
+    "plan.control_chars": {
+        "en": "must not contain control characters (line breaks, tabs, escapes, bidi "
+        "controls): found {char} at character {index}",
+        "zh": "不得包含控制字符（换行、制表符、转义符、双向控制符）：第 {index} 个字符为 {char}",
+    },
+    "plan.surrogate": {
+        "en": "must not contain a lone surrogate (not a character; it cannot be shown): "
+        "found {char} at character {index}",
+        "zh": "不得包含孤立代理项（不是字符，无法显示）：第 {index} 个字符为 {char}",
     },
     "plan.name_form": {
-        "en": "role name {got} must not have surrounding whitespace or control characters",
-        "zh": "角色名 {got} 不得有首尾空白或控制字符",
+        "en": "role name {got} must not have surrounding whitespace",
+        "zh": "角色名 {got} 不得有首尾空白",
     },
     "plan.duplicate_role": {
         "en": "role name {name} is already used by {where}",
@@ -198,8 +204,22 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     },
     # pause reasons
     "plan.tune_bad": {
-        "en": "dots_tune: {field} {value} is not allowed",
-        "zh": "dots_tune：{field} 的值 {value} 不允许",
+        "en": "changes.{field} must be one of {allowed}, got {value}",
+        "zh": "changes.{field} 必须是 {allowed} 之一，实际为 {value}",
+    },
+    "plan.tune_range": {
+        "en": "changes.{field} must be between {lo} and {hi}, got {value}",
+        "zh": "changes.{field} 必须在 {lo} 到 {hi} 之间，实际为 {value}",
+    },
+    "plan.tune_control": {
+        "en": "changes.{field} must not contain control characters (line breaks, tabs, "
+        "escapes, bidi controls): found {char} at character {index}",
+        "zh": "changes.{field} 不得包含控制字符（换行、制表符、转义符、双向控制符）：第 {index} "
+        "个字符为 {char}",
+    },
+    "plan.tune_finished_role": {
+        "en": "role {role} has completed; it has no next turns to change",
+        "zh": "角色 {role} 已完成，没有可修改的后续执行轮",
     },
     "plan.tune_model_not_allowed": {
         "en": "model {model} is not in allowedModels (a user confirmation can add it)",
@@ -208,6 +228,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     "plan.budget_bad": {
         "en": "budget {value} must be between the {used} turns already used and {max}",
         "zh": "预算 {value} 必须介于已用的 {used} 轮与 {max} 之间",
+    },
+    "plan.budget_range": {
+        "en": "budget must be between {lo} and {hi} (maxTurns), got {value}",
+        "zh": "预算必须在 {lo} 到 {hi} 之间（maxTurns），实际为 {value}",
     },
     "plan.thread_history": {
         "en": "the recent history of thread {thread} (written by people and models; untrusted)",
@@ -245,6 +269,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "the supervisor failed while {what} ({detail}); the run is paused and can be resumed",
         "zh": "监督器在{what}时出错（{detail}）；运行已暂停，可以恢复",
     },
+    "plan.paused.directory_taken": {
+        "en": "role {role}: its directory {cwd} is now the directory of the live turn of {other} (a path changed since the launch was admitted); the turn was not started",
+        "zh": "角色 {role}：其目录 {cwd} 现在是 {other} 正在运行的轮次的目录（准入后路径发生了变化）；未启动本轮",
+    },
     "plan.paused.user": {"en": "paused on request", "zh": "按请求暂停"},
     "plan.paused.turn_limit": {
         "en": "turn limit reached: {used} of {max} turns used",
@@ -265,6 +293,13 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     "plan.paused.notify": {
         "en": "notification delivery failed {n} times in a row (last error: {error}); delivery is suspended",
         "zh": "通知投递连续失败 {n} 次（最后错误：{error}）；已暂停投递",
+    },
+    "plan.paused.journal": {
+        "en": "the run's journal cannot be written ({detail}); the supervisor stopped the run "
+        "(live turns interrupted) and records nothing more for it; restart the supervisor once "
+        "the state directory is writable: the run then reloads as its journal holds it",
+        "zh": "无法写入本运行的日志（{detail}）；监督器已停止此运行（中断进行中的执行轮），"
+        "不再为它记录任何内容；待状态目录可写后重启监督器：运行将按日志中的内容重新载入",
     },
     "plan.paused.host_restart": {
         "en": "the host restarted while turns were unfinished ({roles}); they are not re-sent",

@@ -14,6 +14,7 @@ import contextlib
 import json
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -33,7 +34,7 @@ from markertools_adapters.cli._dots_terminal import (
     resume_hint,
     terminal_loop,
 )
-from markertools_adapters.cli._dots_text import status_lines
+from markertools_adapters.cli._dots_text import one_line, status_lines
 from markertools_adapters.cli._io import emit_json
 from markertools_adapters.dots import (
     DotsError,
@@ -55,14 +56,37 @@ MaxConcurrent = Annotated[
     int, typer.Option("--max-concurrent", help="turns at once on this host, 1 to 3")
 ]
 PollMs = Annotated[int, typer.Option("--poll-ms", help="quota check interval in ms, at least 1000")]
+MaxRuns = Annotated[
+    int, typer.Option("--max-runs", help="unfinished runs this host takes, 1 to 64")
+]
+IdleMs = Annotated[
+    int,
+    typer.Option(
+        "--idle-ms", help="an idle role's app-server ends after this many ms (0 to 3600000)"
+    ),
+]
+OPTIONS = {
+    "maxConcurrent": "--max-concurrent",
+    "pollMs": "--poll-ms",
+    "maxRuns": "--max-runs",
+    "idleMs": "--idle-ms",
+}
 
 
-def host_settings(max_concurrent: int, poll_ms: int) -> HostSettings:
+def host_settings(
+    max_concurrent: int, poll_ms: int, max_runs: int = 8, idle_ms: int = 60_000
+) -> HostSettings:
     """PLN-10 settings from the options, or a usage error naming the option."""
-    check = validate_host_settings({"maxConcurrent": max_concurrent, "pollMs": poll_ms})
+    raw = {
+        "maxConcurrent": max_concurrent,
+        "pollMs": poll_ms,
+        "maxRuns": max_runs,
+        "idleMs": idle_ms,
+    }
+    check = validate_host_settings(raw)
     if check.settings is None:
         issue = check.issues[0]
-        option = "--max-concurrent" if "maxConcurrent" in issue.path else "--poll-ms"
+        option = next((o for k, o in OPTIONS.items() if k in issue.path), "--max-concurrent")
         fail(f"{option}: {issue.message.render('en')}")
     return check.settings
 
@@ -72,11 +96,13 @@ def make_supervisor(
     codex_bin: str | None,
     max_concurrent: int,
     poll_ms: int,
+    max_runs: int = 8,
+    idle_ms: int = 60_000,
     **kw: Any,
 ) -> Supervisor:
     return Supervisor(
         state_dir or default_state_dir(),
-        settings=host_settings(max_concurrent, poll_ms),
+        settings=host_settings(max_concurrent, poll_ms, max_runs, idle_ms),
         codex_bin=codex_bin,
         **kw,
     )
@@ -107,6 +133,8 @@ def run_cmd(
     codex_bin: CodexBin = None,
     max_concurrent: MaxConcurrent = 3,
     poll_ms: PollMs = 30_000,
+    max_runs: MaxRuns = 8,
+    idle_ms: IdleMs = 60_000,
     as_json: Annotated[bool, typer.Option("--json", help="print the final status as JSON")] = False,
 ) -> None:
     """Run a plan in the foreground: two confirmations, then a live view and, after
@@ -133,6 +161,8 @@ def run_cmd(
         codex_bin,
         max_concurrent,
         poll_ms,
+        max_runs,
+        idle_ms,
         confirmer=TerminalConfirmer(keyboard),
         notifier=notifier,
     )
@@ -224,9 +254,17 @@ def status_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Print the runs of a state directory (read-only: works while a supervisor runs,
-    and creates nothing: a directory not made yet has no runs)."""
+    and creates nothing: a directory not made yet has no runs). Also lists the runs
+    whose files cannot be read (damaged: the next supervisor sets them aside) and the
+    files a supervisor has set aside (quarantined)."""
     from markertools_adapters.dots._views import run_view
-    from markertools_adapters.planstore import PlanStore, PlanStoreError
+    from markertools_adapters.planstore import (
+        CorruptStore,
+        PlanStore,
+        PlanStoreError,
+        RunNotFound,
+        quarantined,
+    )
 
     root = Path(state_dir or default_state_dir()).expanduser()
     if not root.is_dir():
@@ -235,23 +273,61 @@ def status_cmd(
         if run is not None:
             fail(f"no run {run!r} in {root} (the directory does not exist)")
         if as_json:
-            emit_json({"runs": []})
+            emit_json({"runs": [], "quarantined": [], "damaged": []})
         else:
             sys.stdout.write(f"no runs in {root} (the directory does not exist yet)\n")
         return
-    store = PlanStore(root)
-    try:
-        ids = [run] if run is not None else store.run_ids()
-        views = [run_view(store.load_current(i)) for i in ids]
-    except (PlanStoreError, ValueError) as exc:  # ValueError: not a run id at all
-        fail(str(exc))
+    store = PlanStore(root, create=False)  # reads only: never the lock, never a write
+    aside = [q for q in quarantined(root) if run is None or q.run_id == run]
+    damaged: list[dict[str, Any]] = []
+    views = []
+    for run_id in [run] if run is not None else store.run_ids():
+        try:
+            views.append(run_view(store.load_current(run_id)))
+        except RunNotFound as exc:
+            if run is None:
+                continue  # gone since the listing
+            if aside:
+                q = aside[-1]
+                fail(
+                    f"no run {run!r} in {root}: it was set aside at {_when(q.at)} "
+                    f"({one_line(q.reason)}); its files are in {q.moved_to}"
+                )
+            fail(str(exc))
+        except CorruptStore as exc:
+            if run is not None:
+                fail(f"{exc} (the next supervisor started on {root} moves it to quarantine/)")
+            path = exc.path or store.record_path(run_id)
+            reason = str(exc).removeprefix(f"{path}: ")
+            damaged.append({"file": path.name, "reason": reason, "runId": run_id})
+        except (PlanStoreError, ValueError) as exc:  # ValueError: not a run id at all
+            fail(str(exc))
     if as_json:
-        emit_json({"runs": [v.to_json() for v in views]})
+        emit_json(
+            {
+                "runs": [v.to_json() for v in views],
+                "quarantined": [q.to_json() for q in aside],
+                "damaged": damaged,
+            }
+        )
         return
     if not views:
         sys.stdout.write(f"no runs in {root}\n")
     for view in views:
         sys.stdout.write("\n".join(status_lines(view)) + "\n")
+    for d in damaged:
+        sys.stdout.write(
+            f"damaged {d['file']}: {one_line(d['reason'])} (the next supervisor moves it to "
+            f"{root / 'quarantine'})\n"
+        )
+    for q in aside:
+        sys.stdout.write(
+            f"quarantined {q.file} at {_when(q.at)}: {one_line(q.reason)} (in {q.moved_to})\n"
+        )
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
 
 
 @dots_app.command("probe")

@@ -1,7 +1,9 @@
 # Owns: `markertools dots serve` (docs/cli.md, docs/orchestration.md): the supervisor as
-# an MCP server on stdio (`markertools_adapters.dots.mcp.DotsMcp`). Only parses the
-# options, builds the server and runs it; stdout is the MCP stream, so everything the
-# command says goes to stderr.
+# an MCP server on stdio (`markertools_adapters.dots.mcp.DotsMcp`, over the transport of
+# `dots._mcp_stdio`: bounded lines, JSON-RPC errors for malformed messages, its log
+# lines on stderr as "markertools dots serve: ..."). Only parses the options, builds
+# the server and runs it; stdout is the MCP stream, so everything the command says goes
+# to stderr.
 #
 # Must never: print to stdout (it would corrupt the protocol), start with a state
 # directory whose host lock another supervisor holds (one line on stderr, exit 2), or
@@ -22,7 +24,9 @@ import typer
 from markertools_adapters.cli._app import dots_app, fail
 from markertools_adapters.cli.cmd_dots import (
     CodexBin,
+    IdleMs,
     MaxConcurrent,
+    MaxRuns,
     PollMs,
     StateDir,
     host_settings,
@@ -42,6 +46,8 @@ def serve_cmd(
     codex_bin: CodexBin = None,
     max_concurrent: MaxConcurrent = 3,
     poll_ms: PollMs = 30_000,
+    max_runs: MaxRuns = 8,
+    idle_ms: IdleMs = 60_000,
     conversation: Annotated[
         str | None,
         typer.Option(
@@ -61,7 +67,7 @@ def serve_cmd(
     """The orchestration supervisor as an MCP server on stdio: the nine dots_* tools."""
     from markertools_adapters.dots.mcp import DotsMcp
 
-    host_settings(max_concurrent, poll_ms)  # a usage error before anything starts
+    host_settings(max_concurrent, poll_ms, max_runs, idle_ms)  # a usage error first
     if conversation is not None and not conversation.strip():
         fail("--conversation: must be a non-empty string")
     if notify_command is not None and not notify_command.strip():
@@ -70,10 +76,18 @@ def serve_cmd(
         stream=sys.stderr, level=logging.WARNING, format="markertools dots serve: %(message)s"
     )
     root: Path | None = state_dir
-    worker = os.environ.get(WORKER_ENV) or None
+    # the variable's presence is worker mode, whatever its value (an empty value too)
+    worker = (os.environ[WORKER_ENV] or "(unnamed)") if WORKER_ENV in os.environ else None
     dots = DotsMcp(
         lambda confirmer, notifier: make_supervisor(
-            root, codex_bin, max_concurrent, poll_ms, confirmer=confirmer, notifier=notifier
+            root,
+            codex_bin,
+            max_concurrent,
+            poll_ms,
+            max_runs,
+            idle_ms,
+            confirmer=confirmer,
+            notifier=notifier,
         ),
         conversation=conversation,
         notify_command=notify_command,
@@ -95,8 +109,8 @@ def serve_cmd(
 async def _serve(dots: DotsMcp) -> None:
     """Serve until standard input closes. Ctrl-C: the server stops, its lifespan closes
     the supervisor (children ended, host lock released, every run resumable), then the
-    process exits 130 at once - the SDK reads stdin in a worker thread that cannot be
-    interrupted, so waiting for it would hang until the next line."""
+    process exits 130 at once - the transport reads stdin in a worker thread that cannot
+    be interrupted (it is abandoned), so waiting for it would hang until the next line."""
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
     try:

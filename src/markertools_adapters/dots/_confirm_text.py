@@ -5,14 +5,21 @@
 # JSON-ready details. Pure: no I/O, no answers.
 #
 # Must never: leave out a fact the confirmation is about (cwd, sandbox, model, limits,
-# a thread taken over), or word one value as another.
+# a thread taken over, each role's first instruction), word one value as another, or
+# let text of the proposal start a line of its own: free text (goal, plan, role,
+# instruction) is shown as a block below its label, every line of it indented and
+# prefixed "| ", cut at 72 columns, its control characters escaped (`\x1b`,
+# `\u202e`), so only the catalogue's own lines (the title, `limits: ...`) start at
+# column 0. Names, ids, models and paths hold no control characters (PLN validation
+# refused them).
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from markertools import msg
-from markertools.plans import HostSettings, Proposal, proposal_to_json
+from markertools.plans import HostSettings, Proposal, is_control_character, proposal_to_json
 from markertools_adapters.codex.answers import HistoryTurn
 from markertools_adapters.dots._ports import ConfirmRequest
 
@@ -20,6 +27,79 @@ from markertools_adapters.dots._ports import ConfirmRequest
 def say(locale: str, key: str, **args: Any) -> str:
     """A catalogue text rendered in `locale`."""
     return msg(key, **args).render(locale)
+
+
+FREE_TEXT_LINES: Final[int] = 20  # lines of one free-text field shown (after wrapping)
+FREE_TEXT_CHARS: Final[int] = 2_000  # characters of one free-text field shown
+WRAP_COLUMNS: Final[int] = 72  # a shown line of free text is cut at this many columns
+_ESCAPES: Final[dict[str, str]] = {"\t": "\\t", "\r": "\\r"}
+
+
+def escaped(char: str) -> str:
+    """`char` as shown: a control character (`is_control_character`) or a lone
+    surrogate as its escape (`\\t`, `\\x1b`, `\\u202e`), anything else as itself."""
+    if is_control_character(char) or unicodedata.category(char) == "Cs":
+        code = ord(char)
+        return _ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return char
+
+
+def one_line(text: str) -> str:
+    """A value shown inside a line (a thread or turn id from Codex): escaped."""
+    return "".join(escaped(c) for c in text)
+
+
+def _columns(shown: str) -> int:
+    width = 0
+    for char in shown:
+        if unicodedata.combining(char):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def free_text(text: str, indent: str, locale: str) -> list[str]:
+    """Free text as a block of lines, each `indent + "| " + ...` (see the module
+    header): line breaks start a new prefixed line, a line wider than WRAP_COLUMNS
+    continues on the next, control characters are escaped. At most FREE_TEXT_LINES
+    lines and FREE_TEXT_CHARS characters; the rest is counted in a last line
+    "(N more characters, not shown)" (the request's details carry the whole text)."""
+    text = text.replace("\r\n", "\n")
+    out: list[str] = []
+    current: list[str] = []
+    width = 0
+    stop = len(text)
+
+    def flush() -> None:
+        nonlocal current, width
+        body = "".join(current)
+        out.append(f"{indent}| {body}" if body else f"{indent}|")
+        current, width = [], 0
+
+    for pos, char in enumerate(text):
+        if pos >= FREE_TEXT_CHARS:
+            stop = pos
+            break
+        if char == "\n":
+            flush()
+            if len(out) == FREE_TEXT_LINES:
+                stop = pos + 1
+                break
+            continue
+        shown = escaped(char)
+        columns = _columns(shown)
+        if current and width + columns > WRAP_COLUMNS:
+            flush()
+            if len(out) == FREE_TEXT_LINES:
+                stop = pos
+                break
+        current.append(shown)
+        width += columns
+    if current or not out:
+        flush()
+    if stop < len(text):
+        out.append(f"{indent}{say(locale, 'dots.confirm.more_chars', n=len(text) - stop)}")
+    return out
 
 
 def _quota_stop(left: float | None, locale: str) -> str:
@@ -39,18 +119,32 @@ def start_requests(
         return say(locale, key, **kw)
 
     body = proposal_to_json(plan)
-    lines = [r("dots.confirm.goal", text=plan.goal), r("dots.confirm.plan", text=plan.plan)]
+    lines = [r("dots.confirm.goal"), *free_text(plan.goal, "  ", locale)]
+    lines += [r("dots.confirm.plan"), *free_text(plan.plan, "  ", locale)]
     lines.append(r("dots.confirm.workers"))
     for w in plan.workers:
         after = r("dots.confirm.after", deps=", ".join(w.depends_on)) if w.depends_on else ""
-        lines.append(
-            r("dots.confirm.worker_role", name=w.name, backend=w.backend, after=after, role=w.role)
-        )
+        lines.append(r("dots.confirm.worker_role", name=w.name, backend=w.backend, after=after))
+        lines += [r("dots.confirm.role_label"), *free_text(w.role, "      ", locale)]
+        lines += [r("dots.confirm.instruction_label"), *free_text(w.instruction, "      ", locale)]
     first = ConfirmRequest(
         "plan",
         r("dots.confirm.plan.title"),
         "\n".join(lines),
-        {"goal": plan.goal, "plan": plan.plan, "workers": [w["name"] for w in body["workers"]]},
+        {
+            "goal": plan.goal,
+            "plan": plan.plan,
+            "workers": [w["name"] for w in body["workers"]],
+            "roles": [
+                {
+                    "name": w.name,
+                    "role": w.role,
+                    "instruction": w.instruction,
+                    "dependsOn": list(w.depends_on),
+                }
+                for w in plan.workers
+            ],
+        },
     )
     launch = [r("dots.confirm.workers")]
     workers: list[dict[str, Any]] = []
@@ -78,7 +172,7 @@ def start_requests(
                 launch.append(
                     r(
                         "dots.confirm.history_turn",
-                        turn=turn.id,
+                        turn=one_line(turn.id),
                         user=repr(turn.user),
                         agent=repr(turn.agent),
                     )

@@ -1,26 +1,29 @@
 # Owns: `SupervisorCore`, the running half of the orchestration supervisor (seed 004,
-# DOT-1..12, 16, 17): the lifecycle of one state directory (its host lock, reloading
-# every run, ending every child), the journal of every run (events applied through the
-# pure core, made durable in batches before any effect they allow), the one owner of
-# background work (`Background`: faults pause the run with an alert), the tick (launch
-# admission from `plans.admit`, notices, decision timeouts, turn timeouts, quota
-# polls), launching turns (`_launch`) and the callbacks of the workers. The calls a
-# caller makes live in `Supervisor` (`_supervisor.py`), built on this class.
+# DOT-1..12, 16, 17), on the runs and journals of `RunBook` (`_runbook.py`): the
+# lifecycle of one state directory (its host lock, reloading every run, ending every
+# child), the one owner of background work (`Background`: faults pause the run with an
+# alert), the tick (launch admission from `plans.admit`, notices, decision timeouts,
+# turn timeouts, quota polls, idle workers), launching turns (`_launch`) and the
+# callbacks of the workers. The calls a caller makes live in `Supervisor`
+# (`_supervisor.py`), built on this class.
 #
 # Invariants:
-#   Rule 1: a run changes only through `submit` (DOT-1); an event is durable (its log
-#           line fsynced) before any effect it allows: a turn/start, an interrupt, a
-#           notice, a call's answer (`durable()`), and at the end of the loop iteration
-#           otherwise - one fsync per batch of events, not per event.
+#   Rule 1: a run changes only through `RunBook.submit` (DOT-1) and nothing acts on an
+#           event before it is durable (`durable()`).
 #   Rule 2: launch admission is `plans.admit` over every run (DOT-6): at most
-#           `maxConcurrent` turns on the host, never two in one directory.
+#           `maxConcurrent` turns on the host, never two in one directory (real paths).
 #   Rule 3: nothing is ever approved: an approval or input request is refused, its
 #           turn interrupted and its run paused with an alert (DOT-7).
 #   Rule 4: every background task is a child of `Background`; an unexpected exception
 #           in one (or in a worker callback) pauses its run with an alert and leaves the
 #           supervisor running. Waiting is on events, never a sleep loop.
 #   Rule 5: workers end by one path (`end_workers`): a cancel, a finish and a finished
-#           run all use it.
+#           run all use it; an idle role's process ends after `idleMs`.
+#   Rule 6: a run stopped because its journal failed (`RunBook` Rule 2) is never
+#           ticked, launched or notified again in this process.
+#   Rule 7: at `open`, a directory that cannot be written is refused before anything
+#           starts (DotsError on `stateDir`, one line); a run whose files cannot be used
+#           is quarantined (`RunBook` Rule 3) and the others load.
 from __future__ import annotations
 
 import asyncio
@@ -32,24 +35,20 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
-from markertools import Msg, msg, summarize_error
+from markertools import msg, summarize_error
 from markertools.plans import (
     LIVE_ROLE_STATES,
-    Applied,
-    Dropped,
-    Event,
-    Halt,
     HostSettings,
     Notice,
     NotifyResult,
     QuotaObserved,
     RunAdmission,
     RunState,
-    Step,
     TurnEnded,
     admit,
     due_decision_timeouts,
     due_notices,
+    normalize_cwd,
     overdue_turns,
     validate_host_settings,
 )
@@ -69,22 +68,36 @@ from markertools_adapters.dots._ports import (
     Notifier,
     SubagentProvider,
 )
+from markertools_adapters.dots._runbook import RunBook
 from markertools_adapters.dots._runslot import RunSlot, new_id
 from markertools_adapters.dots._views import FINISHED, head
 from markertools_adapters.dots._worker import CodexWorker
-from markertools_adapters.planstore import HostLock, HostLockHeld, PlanStore, RunJournal
+from markertools_adapters.planstore import (
+    HostLock,
+    HostLockHeld,
+    PlanStore,
+    PlanStoreError,
+    StateDirUnwritable,
+    quarantined,
+)
 
 __all__ = ["LIVE", "RunSlot", "SupervisorCore", "new_id"]
 
 log = logging.getLogger("markertools.dots")
 
 LIVE = LIVE_ROLE_STATES  # roles whose turn holds a slot
+MAX_REPLY_CHARS = 65_536  # the head of a reply the run keeps (the decision shows 200)
 
 
 def checked_settings(settings: HostSettings) -> HostSettings:
     """PLN-10 on the library path too: settings outside the ranges are refused at
     construction, not after a user has confirmed a run."""
-    raw = {"maxConcurrent": settings.max_concurrent, "pollMs": settings.poll_ms}
+    raw = {
+        "maxConcurrent": settings.max_concurrent,
+        "pollMs": settings.poll_ms,
+        "maxRuns": settings.max_runs,
+        "idleMs": settings.idle_ms,
+    }
     check = validate_host_settings(raw)
     if check.settings is None:
         issue = check.issues[0]
@@ -93,7 +106,7 @@ def checked_settings(settings: HostSettings) -> HostSettings:
     return settings
 
 
-class SupervisorCore:
+class SupervisorCore(RunBook):
     """Lifecycle, journal, tick, launching and worker callbacks (see the module)."""
 
     def __init__(
@@ -130,15 +143,8 @@ class SupervisorCore:
             request_timeout=request_timeout,
             locale=locale,
         )
-        self.store: PlanStore | None = None
-        self.lock: HostLock | None = None
-        self.runs: dict[str, RunSlot] = {}
-        self.restart_steps: dict[str, Step] = {}
+        RunBook.__init__(self, self.root, clock, locale)
         self.background = Background("dots supervisor", on_fault=self._fault, log=log)
-        self._changed = asyncio.Event()
-        self._wake = asyncio.Event()
-        self._dirty: set[str] = set()
-        self._flush_scheduled = False
         self._last_admitted: str | None = None
 
     # ---- lifecycle ---------------------------------------------------------------
@@ -152,18 +158,32 @@ class SupervisorCore:
 
     async def open(self) -> None:
         """Take the host lock (DOT-1) and reload every run (DOT-11): live roles are
-        paused, their instructions kept and never re-sent."""
+        paused, their instructions kept and never re-sent. A run whose files cannot be
+        used is quarantined (Rule 7); a directory that cannot be written, or another
+        live host, is a DotsError on `stateDir` and nothing starts."""
         try:
             self.lock = HostLock.acquire(self.root)
         except HostLockHeld as exc:
             raise DotsError(str(exc), "stateDir") from None
-        self.store = PlanStore(self.root)
-        for run_id in self.store.run_ids():
-            journal, step = RunJournal.open(
-                self.store, self.lock, run_id, now=self.clock(), restart_event_id=new_id()
-            )
-            self.runs[run_id] = RunSlot(journal)
-            self.restart_steps[run_id] = step
+        except PlanStoreError as exc:  # not writable, not a directory
+            text = msg("dots.err.state_dir", detail=str(exc), dir=str(self.root))
+            raise DotsError(text.render(self.locale), "stateDir") from None
+        try:
+            self.store = PlanStore(self.root)
+            self.store.check_writable()
+            self.store.remove_temp_files()
+            for run_id in self.store.run_ids():
+                self._reload(self.store, self.lock, run_id)
+            self.quarantined = quarantined(self.root)
+        except PlanStoreError as exc:
+            self.runs.clear()
+            self.restart_steps.clear()
+            if self.store is not None:
+                self.store.close()
+            self.lock.release()
+            self.lock = None
+            text = msg("dots.err.state_dir", detail=str(exc), dir=str(self.root))
+            raise DotsError(text.render(self.locale), "stateDir") from None
         await self.background.start()
         self.background.spawn(self._tick_loop(), name="tick")
 
@@ -193,7 +213,11 @@ class SupervisorCore:
 
     def run_fault(self, run: RunSlot, what: str, exc: BaseException) -> None:
         """Rule 4: a task or callback of `run` failed: the run pauses with an alert
-        naming what failed; the supervisor carries on."""
+        naming what failed; the supervisor carries on. A run stopped because its
+        journal failed (Rule 6) has said so already: nothing more is recorded."""
+        if run.journal.failed is not None:
+            log.debug("run %s: %s ended: the run is stopped (%s)", run.run_id, what, exc)
+            return
         log.error("run %s: %s failed", run.run_id, what, exc_info=exc)
         run.faulted.add(what)  # the tick does not start it again until the run resumes
         detail = msg("plan.paused.internal", what=what, detail=summarize_error(exc))
@@ -226,55 +250,16 @@ class SupervisorCore:
         except Exception as exc:
             self.run_fault(run, what, exc)
 
-    # ---- the journal (Rule 1) ---------------------------------------------------------
-
-    def submit(self, run: RunSlot, event: Event) -> Step:
-        step = run.journal.submit(event, self.clock(), durable=False)
-        self._dirty.add(run.run_id)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            with contextlib.suppress(RuntimeError):  # no loop: the caller syncs itself
-                asyncio.get_running_loop().call_soon(self._flush_soon)
-        if isinstance(step.outcome, Applied | Dropped):
-            changed, self._changed = self._changed, asyncio.Event()
-            changed.set()
-            self._wake.set()
-        if isinstance(step.outcome, Applied) and step.outcome.note is not None:
-            log.info("run %s: %s", run.run_id, step.outcome.note.render("en"))
-        return step
-
-    def _flush_soon(self) -> None:
-        self._flush_scheduled = False
-        try:
-            self.durable()
-        except Exception:
-            log.exception("the run journals could not be synced")
-
-    def durable(self) -> None:
-        """Every event submitted so far is durable (one fsync per run with news)."""
-        dirty, self._dirty = self._dirty, set()
-        for run_id in dirty:
-            run = self.runs.get(run_id)
-            if run is not None:
-                run.journal.sync()
-
-    def halt(self, run: RunSlot, kind: str, detail: Msg, role: str | None) -> None:
-        self.submit(run, Halt(new_id(), kind, detail, role))  # type: ignore[arg-type]
-
-    async def changed(self, timeout: float) -> None:
-        """Wait until any run changes, or `timeout` seconds."""
-        event = self._changed
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(max(0.0, timeout)):
-                await event.wait()
-
     # ---- the tick ---------------------------------------------------------------------
 
     async def _tick_loop(self) -> None:
         """A timer (timeouts, retries and polls are due by the clock), woken early by
-        every change so a dispatched instruction launches at once."""
+        every change so a dispatched instruction launches at once. A stopped run
+        (Rule 6) is never ticked: nothing is tried again for it."""
         while True:
             for run in list(self.runs.values()):
+                if run.journal.failed is not None:
+                    continue
                 try:
                     self._tick_run(run)
                 except Exception as exc:  # Rule 4: a bug in one run's tick pauses that run
@@ -307,12 +292,47 @@ class SupervisorCore:
             self.spawn(run, "quota poll", self._poll_quota(run))
         if run.state.status in FINISHED and run.workers and not live_here and not run.ending:
             self.spawn(run, "ending workers", self.end_workers(run))
+        elif run.workers:
+            self._end_idle_workers(run)
+
+    def _end_idle_workers(self, run: RunSlot) -> None:
+        """Issue 26: a role with no live turn keeps no process beyond `idleMs`; its next
+        turn starts a new app-server and resumes the thread by id (DOT-3, DOT-12)."""
+        now = time.monotonic()
+        limit = self.settings.idle_ms / 1000.0
+        for name, worker in list(run.workers.items()):
+            role = run.state.role(name)
+            if role is None or role.status in LIVE or name in run.launching:
+                continue
+            if worker.alive and worker.idle_for(now) >= limit:
+                worker.idle_since = None  # once
+                self.spawn(run, f"ending the idle worker {name}", worker.close(grace=2.0))
 
     def cwd_key(self, cwd: str) -> str:
-        """The directory key admission compares (DOT-6)."""
-        from markertools.plans import normalize_cwd
+        """The directory key admission compares (DOT-6): the real path, every symlink
+        resolved, so a directory and a link to it are one directory. A path that cannot
+        be resolved is compared as written."""
+        try:
+            return normalize_cwd(os.path.realpath(cwd))
+        except (OSError, ValueError):
+            return normalize_cwd(cwd)
 
-        return normalize_cwd(cwd)
+    def directory_taken(self, run: RunSlot, role: str) -> str | None:
+        """DOT-6 again, just before a turn starts: the role (run/role) whose live turn is
+        now in this role's directory (a path changed since admission), or None."""
+        spec = run.state.proposal.role(role)
+        if spec is None:
+            return None
+        key = self.cwd_key(spec.cwd)
+        for other in self.runs.values():
+            for r in other.state.roles:
+                if other is run and r.name == role:
+                    continue
+                busy = r.status in LIVE or r.name in other.launching
+                other_spec = other.state.proposal.role(r.name)
+                if busy and other_spec is not None and self.cwd_key(other_spec.cwd) == key:
+                    return f"{other.run_id}/{r.name}"
+        return None
 
     def _admit(self) -> None:
         """Launch what `plans.admit` answers (Rule 2)."""
@@ -323,6 +343,7 @@ class SupervisorCore:
                 {w.name: self.cwd_key(w.cwd) for w in r.state.proposal.workers},
             )
             for r in self.runs.values()
+            if r.journal.failed is None  # Rule 6: its workers are ended, nothing launches
         ]
         for admitted in admit(runs, self.settings.max_concurrent, after=self._last_admitted):
             run = self.runs[admitted.run_id]
@@ -340,6 +361,8 @@ class SupervisorCore:
     # ---- workers and their callbacks ---------------------------------------------------
 
     def worker(self, run: RunSlot, role: str) -> CodexWorker:
+        if run.journal.failed is not None:  # Rule 6: a stopped run starts no process
+            raise self._unwritable(run, undone=True)
         worker = run.workers.get(role)
         if worker is not None:
             return worker
@@ -366,15 +389,18 @@ class SupervisorCore:
         return worker
 
     def _raw(self, run: RunSlot, line: str) -> None:
-        if self.store is not None:
-            try:
-                self.store.append_raw(run.run_id, "notification", self.clock(), line)
-            except OSError:
-                log.exception("could not log a notification of run %s", run.run_id)
+        if self.store is None or run.journal.failed is not None:
+            return
+        try:
+            self.store.append_raw(run.run_id, "notification", self.clock(), line)
+        except StateDirUnwritable as exc:  # DOT-2 cannot hold: the run stops (Rule 6)
+            self._stop(run, exc)
 
     def _turn_ended(self, run: RunSlot, role: str, status: str, reply: str | None) -> None:
         outcome = "timed_out" if role in run.timing_out else status
         run.timing_out.discard(role)
+        if reply is not None and len(reply) > MAX_REPLY_CHARS:  # the journal stays bounded
+            reply = reply[:MAX_REPLY_CHARS] + f"\n[... {len(reply) - MAX_REPLY_CHARS} characters not kept]"
         self.submit(run, TurnEnded(new_id(), role, new_id(), reply, outcome))  # type: ignore[arg-type]
         # DOT-8: a turn's end is also an observation: its model responses have just
         # updated the rate limits (`account/rateLimits/updated` precedes turn/completed),
@@ -444,7 +470,9 @@ class SupervisorCore:
         self.submit(run, QuotaObserved(new_id(), limits.windows() if limits else ()))
 
     async def _deliver(self, run: RunSlot, notice: Notice) -> None:
-        self.durable()  # the event that queued the notice is durable before it goes out
+        # the event that queued the notice is durable before it goes out; a run whose
+        # journal failed sends nothing (Rule 6: raises, and the tick skips it after)
+        self.durable(run)
         out = self.notice_out(run.state, notice)
         error: str | None = None
         try:

@@ -4,7 +4,9 @@
 # the read-only calls (`probe`, `threads`, `thread_read`, a thread's history) as typed
 # views. Answers are decoded once (`codex.answers`).
 #
-# Must never: start a turn, change a thread, or hand raw app-server JSON to a caller.
+# Must never: start a turn, change a thread, hand raw app-server JSON to a caller, or let
+# a Codex failure of a read-only call escape as anything but a DotsError of one line
+# (naming the argument Codex refused, when it says which).
 from __future__ import annotations
 
 import asyncio
@@ -12,7 +14,7 @@ import contextlib
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,6 +40,7 @@ from markertools_adapters.dots._views import (
     head,
 )
 from markertools_adapters.dots._worker import CLIENT_INFO
+from markertools_adapters.errors import CodexError
 from markertools_adapters.planstore import make_state_dir
 
 MIN_CODEX: Final[tuple[int, int, int]] = (0, 169, 0)
@@ -49,6 +52,23 @@ def summary(exc: BaseException) -> str:
     """An exception on one line of at most 300 characters."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text[:300]
+
+
+def _said(exc: BaseException) -> str:
+    """What Codex said, on one line of at most 300 characters (of an error answer, its
+    message without the method and code)."""
+    raw = exc.message if isinstance(exc, AppServerError) else str(exc)
+    text = " ".join(raw.split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+def _blamed(detail: str, given: Mapping[str, object]) -> str | None:
+    """The argument Codex's error names, among those the call passed."""
+    lowered = detail.lower()
+    for name, value in given.items():
+        if value is not None and name.lower() in lowered:
+            return name
+    return None
 
 
 class CodexAccess:
@@ -75,8 +95,19 @@ class CodexAccess:
         self._utility: AppServerClient | None = None
         self._utility_lock = asyncio.Lock()
 
-    def _error(self, key: str, field: str, **args: Any) -> DotsError:
+    def _error(self, key: str, field: str | None, **args: Any) -> DotsError:
         return DotsError(msg(key, **args).render(self.locale), field)
+
+    @contextlib.contextmanager
+    def _answering(self, call: str, given: Mapping[str, object] | None = None) -> Iterator[None]:
+        """A Codex failure of a read-only call as one line naming the argument Codex
+        refused (when its message says which): no traceback, no raw answer."""
+        try:
+            yield
+        except (CodexError, OSError) as exc:
+            detail = _said(exc)
+            field = _blamed(detail, given) if given and isinstance(exc, AppServerError) else None
+            raise self._error("dots.err.codex_call", field, call=call, detail=detail) from None
 
     async def binary(self) -> str:
         """The codex executable (`codexBin`, else PATH), checked to be at least
@@ -163,15 +194,17 @@ class CodexAccess:
 
     async def probe(self) -> ProbeView:
         """dots_probe: the default model and effort, rate-limit windows, credits."""
-        client = await self.utility()
-        listing = decode_model_list(await client.model_list())
+        with self._answering("model/list"):
+            client = await self.utility()
+            listing = decode_model_list(await client.model_list())
         default = listing.default()
         source = "read"
         limits: RateLimits | None
-        try:
-            limits = rate_limits_of_read(await client.rate_limits_read())
-        except AppServerError as exc:
-            limits, source = self.rate_limits, f"update notifications ({exc.message})"
+        with self._answering("account/rateLimits/read"):
+            try:
+                limits = rate_limits_of_read(await client.rate_limits_read())
+            except AppServerError as exc:
+                limits, source = self.rate_limits, f"update notifications ({exc.message})"
         if limits is None:
             source = "unknown"
         return ProbeView(
@@ -193,17 +226,12 @@ class CodexAccess:
         limit: int,
     ) -> ThreadsView:
         """dots_threads: persistent threads by cwd / searchTerm / archived, paged."""
-        client = await self.utility()
+        given = {"cwd": cwd, "searchTerm": search, "archived": archived, "cursor": cursor}
         params: dict[str, Any] = {"limit": limit}
-        for key, value in (
-            ("cwd", cwd),
-            ("searchTerm", search),
-            ("archived", archived),
-            ("cursor", cursor),
-        ):
-            if value is not None:
-                params[key] = value
-        page = decode_thread_list(await client.thread_list(**params))
+        params.update((k, v) for k, v in given.items() if v is not None)
+        with self._answering("thread/list", given):
+            client = await self.utility()
+            page = decode_thread_list(await client.thread_list(**params))
         return ThreadsView(
             tuple(ThreadItem(t.id, t.cwd, head(t.preview), t.updated_at, t.model) for t in page.threads),
             page.next_cursor,
@@ -216,11 +244,17 @@ class CodexAccess:
             if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 12):
                 raise self._error("dots.err.cursor", "cursor")
             end = int(cursor)
+        with self._answering("thread/read"):
+            client = await self.utility()
         try:
-            history = await self.history(thread_id)
+            history = decode_thread(await client.thread_read(thread_id, include_turns=True))
         except AppServerError as exc:
             raise self._error(
-                "dots.err.thread_read", "threadId", thread=thread_id, detail=exc.message
+                "dots.err.thread_read", "threadId", thread=thread_id, detail=_said(exc)
+            ) from None
+        except (CodexError, OSError) as exc:
+            raise self._error(
+                "dots.err.codex_call", None, call="thread/read", detail=_said(exc)
             ) from None
         turns = history.turns
         stop = len(turns) if end is None else min(end, len(turns))

@@ -41,7 +41,9 @@ class LaunchHost(Protocol):
 
     def halt(self, run: RunSlot, kind: str, detail: Msg, role: str | None) -> None: ...
 
-    def durable(self) -> None: ...
+    def durable(self, run: RunSlot | None = None) -> None: ...
+
+    def directory_taken(self, run: RunSlot, role: str) -> str | None: ...
 
 
 async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
@@ -73,7 +75,13 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         payload = launch_payload(run.state, role)
         if payload is None:  # the launch paused the run (turn limit)
             return
-        core.durable()  # Rule 1
+        core.durable(run)  # Rule 1 (raises when the run's journal failed: nothing is sent)
+        taken = core.directory_taken(run, role)
+        if taken is not None:  # DOT-6: the directory changed hands since admission
+            detail = msg("plan.paused.directory_taken", role=role, cwd=payload.cwd, other=taken)
+            core.halt(run, "launch-failed", detail, role)
+            core.submit(run, TurnEnded(new_id(), role, new_id(), None, "failed", started=False))
+            return
         text = instruction_text(core, payload.instruction, payload.inputs)
         try:
             thread_id = await worker.open_thread(
@@ -83,7 +91,7 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         except Exception as exc:
             detail = msg("plan.paused.launch_failed", role=role, detail=summary(exc))
             core.halt(run, "launch-failed", detail, role)
-            core.submit(run, TurnEnded(new_id(), role, new_id(), None, "failed"))
+            core.submit(run, TurnEnded(new_id(), role, new_id(), None, "failed", started=False))
             return
         core.submit(run, TurnStarted(new_id(), role, thread_id, turn_id))
         worker.flush_early_end()

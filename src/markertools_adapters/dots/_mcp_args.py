@@ -11,8 +11,18 @@
 #           an explicit null for an optional argument is the same as leaving it out.
 #   Rule 3: a refusal names the first problem: a missing argument first, then the
 #           arguments in the order the caller wrote them.
+#   Rule 4: a value shown inside one line of a confirmation (dots_tune's model and
+#           effort) holds no control character (`markertools.plans.is_control_character`).
+#   Rule 5: every argument is bounded in its declaration (`max_length` on every string,
+#           `le` on every integer, a shape on cursors) and the arguments of a call as a
+#           whole (MAX_ARGUMENT_CHARS of text, MAX_VALUES values, MAX_DEPTH levels),
+#           checked before anything else reads them; a check costs time linear in
+#           the input.
+#   Rule 6: a refusal shows a caller's value only as `shown()` does: at most
+#           SHOWN_CHARS characters of it and its length, never the whole value.
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Final, Literal
 
@@ -27,7 +37,20 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from markertools import msg
+from markertools.plans import first_control_character
 from markertools_adapters.dots._ports import DotsError
+
+MAX_ID_CHARS: Final[int] = 200  # run, worker, decision and thread ids, model, effort
+MAX_TEXT_CHARS: Final[int] = 1_048_576  # Codex's own limit on one turn's input text
+MAX_PATH_CHARS: Final[int] = 4096  # PATH_MAX on Linux
+MAX_SEARCH_CHARS: Final[int] = 1024
+MAX_CURSOR_CHARS: Final[int] = 128  # Codex's thread/list cursor: "<RFC 3339 time>|<uuid>"
+MAX_INT: Final[int] = 2**53 - 1  # the largest integer every JSON reader keeps exactly
+MAX_PROPOSAL_KEYS: Final[int] = 64
+MAX_ARGUMENT_CHARS: Final[int] = 8 * 1_048_576  # all strings of a call, keys included
+MAX_VALUES: Final[int] = 100_000  # values of a call (objects, arrays and scalars)
+MAX_DEPTH: Final[int] = 32  # levels of nesting of a call's arguments
+SHOWN_CHARS: Final[int] = 60  # of a caller's value, in a refusal
 
 
 def _nonblank(value: str) -> str:
@@ -36,7 +59,21 @@ def _nonblank(value: str) -> str:
     return value
 
 
-Text = Annotated[str, Field(min_length=1), AfterValidator(_nonblank)]
+def _one_line(value: str) -> str:
+    index = first_control_character(value)
+    if index is not None:
+        raise PydanticCustomError(
+            "control_characters",
+            "must not contain control characters",
+            {"char": f"U+{ord(value[index]):04X}", "index": index + 1},
+        )
+    return value
+
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_nonblank)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_nonblank)]
+# A name shown inside one line of a confirmation: no control characters (Rule 4).
+Name = Annotated[Id, AfterValidator(_one_line)]
 
 
 class Args(BaseModel):
@@ -56,9 +93,16 @@ class Args(BaseModel):
 
 class ThreadsOptions(Args):
     limit: int = Field(25, ge=1, le=100)
-    cursor: str | None = Field(None, description="nextCursor of an earlier call")
-    cwd: str | None = Field(None, description="only threads of this directory")
-    searchTerm: str | None = None
+    cursor: str | None = Field(
+        None,
+        max_length=MAX_CURSOR_CHARS,
+        pattern=r"^[!-~]+$",  # printable ASCII, no spaces: what Codex hands out
+        description="nextCursor of an earlier call",
+    )
+    cwd: str | None = Field(
+        None, max_length=MAX_PATH_CHARS, description="only threads of this directory"
+    )
+    searchTerm: str | None = Field(None, max_length=MAX_SEARCH_CHARS)
     archived: bool | None = None
 
 
@@ -72,16 +116,22 @@ class ProbeArgs(Args):
 
 class ThreadReadOptions(Args):
     limit: int = Field(5, ge=1, le=10)
-    cursor: str | None = Field(None, description="nextCursor of an earlier call")
+    cursor: str | None = Field(
+        None,
+        max_length=12,
+        pattern=r"^[0-9]+$",  # the turn index dots_thread_read hands out
+        description="nextCursor of an earlier call",
+    )
 
 
 class ThreadReadArgs(Args):
-    threadId: Text = Field(description="a thread id from dots_threads")
+    threadId: Id = Field(description="a thread id from dots_threads")
     options: ThreadReadOptions | None = None
 
 
 class StartArgs(Args):
     proposal: dict[str, Any] = Field(
+        max_length=MAX_PROPOSAL_KEYS,
         description=(
             "the orchestration proposal (docs/rules.md PLN): goal, plan, workers "
             "[{name, backend, cwd, role, instruction, sandbox, dependsOn, model, "
@@ -92,7 +142,7 @@ class StartArgs(Args):
 
 
 class StatusArgs(Args):
-    runId: Text | None = Field(None, description="one run (default: all of this conversation's)")
+    runId: Id | None = Field(None, description="one run (default: all of this conversation's)")
     waitMs: int | None = Field(
         None,
         ge=0,
@@ -105,39 +155,42 @@ class StatusArgs(Args):
 
 
 class DispatchArgs(Args):
-    runId: Text
-    worker: Text
+    runId: Id
+    worker: Id
     instruction: Text = Field(description="the worker's next instruction")
-    decisionId: Text = Field(description="the current decision id (worker.decision.id)")
+    decisionId: Id = Field(description="the current decision id (worker.decision.id)")
 
 
 class TuneChanges(Args):
-    model: Text | None = None
-    effort: Text | None = None
-    timeoutMs: int | None = Field(None, ge=1)
+    model: Name | None = None
+    effort: Name | None = None
+    timeoutMs: int | None = Field(None, ge=1, le=MAX_INT)
     sandbox: Literal["read-only", "workspace-write"] | None = None
 
 
 class TuneArgs(Args):
-    runId: Text
-    worker: Text
+    runId: Id
+    worker: Id
     changes: TuneChanges = Field(
         description="for the worker's next turns; widening asks the user"
     )
 
 
 class ControlArgs(Args):
-    runId: Text
+    runId: Id
     action: Literal["pause", "resume", "cancel", "budget"]
     budget: int | None = Field(
-        None, ge=1, description="with action budget: the new maxTurns (more asks the user)"
+        None,
+        ge=1,
+        le=MAX_INT,
+        description="with action budget: the new maxTurns (more asks the user)",
     )
 
 
 class FinishArgs(Args):
-    runId: Text
-    worker: Text | None = Field(None, description="finish this role (default: the whole run)")
-    decisionId: Text | None = Field(None, description="the role's current decision id")
+    runId: Id
+    worker: Id | None = Field(None, description="finish this role (default: the whole run)")
+    decisionId: Id | None = Field(None, description="the role's current decision id")
     conclusion: Text = Field(description="the accepted conclusion, with evidence")
 
 
@@ -239,6 +292,43 @@ _TYPES: Final[dict[str, str]] = {
 }
 
 
+class _Short(reprlib.Repr):
+    """repr() of a container cut short (reprlib), integers shown as `shown` does."""
+
+    def __init__(self, locale: str) -> None:
+        super().__init__()
+        self.maxlevel, self.maxdict, self.maxlist, self.maxtuple = 2, 4, 4, 4
+        self.maxstring = self.maxother = SHOWN_CHARS
+        self.locale = locale
+
+    def repr_int(self, x: int, level: int) -> str:
+        return shown(x, self.locale)
+
+    def repr_str(self, x: str, level: int) -> str:
+        return shown(x, self.locale)
+
+
+def shown(value: object, locale: str = "en") -> str:
+    """A caller's value as a refusal shows it (Rule 5): its repr when short, else the
+    repr of its first SHOWN_CHARS characters and its length; an integer of more than
+    60 digits by its size only (its digits are never computed)."""
+    if isinstance(value, str):
+        if len(value) <= SHOWN_CHARS:
+            return repr(value)
+        head = repr(value[:SHOWN_CHARS])
+        head = head[:-1] + "…" + head[-1]
+        return msg("dots.arg.long_text", head=head, n=len(value)).render(locale)
+    if isinstance(value, bool) or not isinstance(value, int | list | dict | tuple):
+        return _Short(locale).repr(value)[: SHOWN_CHARS * 2]
+    if isinstance(value, int):
+        bits = abs(value).bit_length()
+        if bits < 200:  # below 2**199: at most 60 digits
+            return repr(value)
+        digits = int((bits - 1) * 0.30102999566398120)  # 10**digits < 2**(bits-1) <= |value|
+        return msg("dots.arg.big_integer", digits=digits).render(locale)
+    return _Short(locale).repr(value)
+
+
 def _model_of(annotation: Any) -> type[BaseModel] | None:
     """The model inside `annotation` (`Model` or `Model | None`), if any."""
     for candidate in (annotation, *getattr(annotation, "__args__", ())):
@@ -262,12 +352,20 @@ def _bounds(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[Any, Any]:
     return low, high
 
 
+def _segment(part: object, locale: str = "en") -> str:
+    """One step of an argument's path; a caller's long key shown as `shown` does."""
+    if isinstance(part, str) and len(part) > SHOWN_CHARS:
+        return shown(part, locale)
+    return str(part)
+
+
 def _sentence(model: type[Args], error: Mapping[str, Any], locale: str) -> tuple[str, str]:
     loc = tuple(error["loc"])
-    path = ".".join(str(p) for p in loc)
+    path = ".".join(_segment(p, locale) for p in loc)
     where = path or "arguments"
     kind = error["type"]
     value = error.get("input")
+    ctx = error.get("ctx") or {}
 
     def say(key: str, **args: Any) -> tuple[str, str]:
         return msg(key, **args).render(locale), path
@@ -280,16 +378,27 @@ def _sentence(model: type[Args], error: Mapping[str, Any], locale: str) -> tuple
     if kind in _TYPES:
         return say("dots.arg.type", path=where, type=msg(f"dots.arg.t.{_TYPES[kind]}"))
     if kind in ("literal_error", "enum"):
-        expected = str(error.get("ctx", {}).get("expected", ""))
+        expected = str(ctx.get("expected", ""))
         options = ", ".join(o.strip().strip("'") for o in expected.replace(" or ", ", ").split(","))
-        return say("dots.arg.enum", path=where, options=options, value=repr(value))
+        return say("dots.arg.enum", path=where, options=options, value=shown(value, locale))
     if kind in ("string_too_short", "blank"):
         return say("dots.arg.blank", path=where)
+    if kind == "control_characters":
+        ctx = error.get("ctx", {})
+        return say("dots.arg.control", path=where, char=ctx.get("char"), index=ctx.get("index"))
+    if kind == "string_too_long":
+        return say(
+            "dots.arg.too_long", path=where, max=ctx.get("max_length"), value=shown(value, locale)
+        )
+    if kind == "too_long":
+        return say("dots.arg.too_many", path=where, max=ctx.get("max_length"), n=len(value or ()))
+    if kind == "string_pattern_mismatch":  # only cursors have a shape
+        return say("dots.arg.cursor", path=where, value=shown(value, locale))
     if kind in ("greater_than_equal", "less_than_equal"):
         low, high = _bounds(model, loc)
-        if high is not None:
-            return say("dots.arg.range", path=where, lo=low, hi=high, value=repr(value))
-        return say("dots.arg.at_least", path=where, lo=low, value=repr(value))
+        if high is not None and (high != MAX_INT or kind == "less_than_equal"):
+            return say("dots.arg.range", path=where, lo=low, hi=high, value=shown(value, locale))
+        return say("dots.arg.at_least", path=where, lo=low, value=shown(value, locale))
     return say("dots.arg.invalid", path=where, detail=str(error.get("msg", "invalid value")))
 
 
@@ -304,12 +413,51 @@ def _first(errors: Sequence[Any], raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return min(errors, key=key)
 
 
+FREE: Final[frozenset[str]] = frozenset({"proposal"})  # arguments without a declared shape
+
+
+def too_large(arguments: Mapping[str, Any]) -> str | None:
+    """The argument at which the arguments of a call go over MAX_ARGUMENT_CHARS of text,
+    MAX_VALUES values or MAX_DEPTH levels (Rule 4), else None. Stops there: the cost
+    is bounded by the limits, not by the input. A string of a declared argument counts
+    at most MAX_TEXT_CHARS + 1 characters: its own `max_length` (never more than
+    that) refuses it, by its name, with its length."""
+    chars = values = 0
+    for name, top in arguments.items():
+        chars += len(str(name))
+        cap = None if name in FREE else MAX_TEXT_CHARS + 1
+        stack: list[tuple[Any, int]] = [(top, 1)]
+        while stack:
+            value, depth = stack.pop()
+            values += 1
+            if isinstance(value, Mapping | list | tuple):
+                if values + len(stack) + len(value) > MAX_VALUES:
+                    return str(name)
+                if isinstance(value, Mapping):
+                    chars += sum(len(str(k)) for k in value)
+                    stack.extend((v, depth + 1) for v in value.values())
+                else:
+                    stack.extend((v, depth + 1) for v in value)
+            elif isinstance(value, str):
+                chars += len(value) if cap is None else min(len(value), cap)
+            if chars > MAX_ARGUMENT_CHARS or depth > MAX_DEPTH:
+                return str(name)
+    return None
+
+
 def parse_arguments(
     tool: str, arguments: Mapping[str, Any] | None, locale: str = "en"
 ) -> Args:
     """The arguments of `tool` as its model, else DotsError naming the argument."""
     raw = dict(arguments or {})
     model = MODELS[tool]
+    oversized = too_large(raw)
+    if oversized is not None:
+        path = _segment(oversized, locale)
+        text = msg(
+            "dots.arg.too_large", path=path, max=MAX_ARGUMENT_CHARS, nodes=MAX_VALUES, depth=MAX_DEPTH
+        ).render(locale)
+        raise DotsError(text, path)
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

@@ -13,6 +13,10 @@
 #           it answers is what a restart will do.
 #   Rule 3: only a confirmer's "accept" is a yes; a start, a budget raise or a widening
 #           tune that is not accepted changes nothing (DOT-14).
+#   Rule 4: nobody is asked about a value that will be refused: a start is validated,
+#           a budget and a tune are checked against the PLN ranges and the run
+#           (`budget_refusal`, `tune_refusal`) before the question; the same check runs
+#           again when the event is applied (the run may have moved meanwhile).
 from __future__ import annotations
 
 import time
@@ -30,6 +34,7 @@ from markertools.plans import (
     Finish,
     HostOnline,
     Pause,
+    PlanIssue,
     Proposal,
     Refused,
     Resume,
@@ -37,8 +42,10 @@ from markertools.plans import (
     Step,
     ThreadSeen,
     Tune,
+    budget_refusal,
     decision_ids_needed,
     new_run,
+    tune_refusal,
     validate_proposal,
 )
 from markertools_adapters.codex.answers import HistoryTurn
@@ -69,7 +76,6 @@ from markertools_adapters.dots._views import (
     head,
     run_view,
 )
-from markertools_adapters.planstore import RunJournal
 
 __all__ = ["WORKER_ENV", "Supervisor", "quota_windows"]
 
@@ -112,8 +118,13 @@ class Supervisor(SupervisorCore):
         if isinstance(step.outcome, Refused | Dropped):
             raise DotsError(step.outcome.reason.render(self.locale), field)
 
+    def _refuse_before_asking(self, refusal: PlanIssue | None) -> None:
+        """Rule 4: a value the run would refuse is refused before anyone is asked."""
+        if refusal is not None:
+            raise DotsError(refusal.message.render(self.locale), refusal.path)
+
     def _view(self, run: RunSlot) -> RunView:
-        self.durable()  # Rule 2
+        self.durable(run)  # Rule 2: raises when the run's events did not become durable
         return run_view(run.state, self.locale)
 
     async def codex_binary(self) -> str:
@@ -154,6 +165,11 @@ class Supervisor(SupervisorCore):
                 raise self._err(
                     key, "proposal.workers.backend", worker=repr(role.name), backend=repr(role.backend)
                 )
+        unfinished = [r for r in self.runs.values() if r.state.status not in FINISHED]
+        if len(unfinished) >= self.settings.max_runs:  # issue 26: a bounded host, asked nothing
+            raise self._err(
+                "dots.err.max_runs", "proposal", n=len(unfinished), max=self.settings.max_runs
+            )
         await self.codex.binary()
         taken = self.owned_threads()
         heads: dict[str, tuple[HistoryTurn, ...]] = {}
@@ -165,6 +181,13 @@ class Supervisor(SupervisorCore):
                 continue
             owner_run = taken.get(tid)
             if owner_run is not None:
+                if owner_run.state.owner != owner:  # DOT-15: another conversation's run id stays its own
+                    raise self._err(
+                        "dots.err.thread_owned_elsewhere",
+                        "proposal.workers.existingThreadId",
+                        worker=repr(role.name),
+                        thread=tid,
+                    )
                 raise self._err(
                     "dots.err.thread_owned",
                     "proposal.workers.existingThreadId",
@@ -209,14 +232,16 @@ class Supervisor(SupervisorCore):
             owner=owner,
             confirmations=tuple(confirmations),
         )
-        run = RunSlot(RunJournal.create(self.store, self.lock, state))
-        self.runs[run_id] = run
-        for role in plan.workers:
-            if role.existing_thread_id is not None:
-                ids = all_ids.get(role.name) or tuple(t.id for t in heads.get(role.name, ()))
-                self.submit(run, ThreadSeen(new_id(), role.name, ids))
-        self.submit(run, StartRun(new_id()))
-        return self._view(run)
+        run = self.create_run(state)
+        try:
+            for role in plan.workers:
+                if role.existing_thread_id is not None:
+                    ids = all_ids.get(role.name) or tuple(t.id for t in heads.get(role.name, ()))
+                    self.submit(run, ThreadSeen(new_id(), role.name, ids))
+            self.submit(run, StartRun(new_id()))
+            return self._view(run)
+        except DotsError as exc:
+            raise self.abandon_run(run, exc) from None  # Rule 2: no run is left behind
 
     async def ask(self, request: ConfirmRequest) -> ConfirmAnswer:
         try:
@@ -270,7 +295,8 @@ class Supervisor(SupervisorCore):
     def _online(self, owner: str) -> None:
         """The caller is back: notices that waited for it are due again (DOT-10)."""
         for run in self.owned(owner):
-            if any(n.waiting_for_host for n in run.state.outbox):
+            stopped = run.journal.failed is not None  # nothing goes out for it (core Rule 6)
+            if not stopped and any(n.waiting_for_host for n in run.state.outbox):
                 self.submit(run, HostOnline(new_id()))
 
     # ---- decisions -----------------------------------------------------------------------
@@ -319,7 +345,7 @@ class Supervisor(SupervisorCore):
         ids), cancel (interrupt, end the processes), budget (a new maxTurns)."""
         if action == "budget" and budget is None:
             raise self._err("dots.err.budget_required", "budget")
-        run = self.run_of(owner, run_id)
+        run = self.writable(self.run_of(owner, run_id))
         if action == "pause":
             self._refuse(self.submit(run, Pause(new_id())), "action")
         elif action == "resume":
@@ -328,12 +354,13 @@ class Supervisor(SupervisorCore):
             run.faulted.clear()  # the person saw the alert: its paths may run again
         elif action == "cancel":
             self._refuse(self.submit(run, Cancel(new_id())), "action")
-            self.durable()
+            self.durable(run)
             try:
                 await self.end_workers(run)
             except Exception as exc:  # the cancel stands; the failure is the run's alert
                 self.run_fault(run, "ending workers", exc)
         elif action == "budget" and budget is not None:
+            self._refuse_before_asking(budget_refusal(run.state, budget))
             if budget > run.state.turn_limit:
                 request = budget_request(run_id, run.state.turn_limit, budget, self.locale)
                 answer = await self.ask(request)
@@ -352,7 +379,7 @@ class Supervisor(SupervisorCore):
     ) -> RunView:
         """dots_tune: model / effort / timeoutMs / sandbox for the next turns; widening
         the sandbox, a model outside allowedModels or a longer timeout asks the user."""
-        run = self.run_of(owner, run_id)
+        run = self.writable(self.run_of(owner, run_id))
         state = run.state
         spec = state.proposal.role(worker)
         current = state.role(worker)
@@ -372,6 +399,8 @@ class Supervisor(SupervisorCore):
         now_timeout = current.timeout_ms or state.proposal.timeout_ms
         if isinstance(timeout, int) and timeout > now_timeout:
             widen.append(say(self.locale, "dots.confirm.widen_timeout", old=now_timeout, new=timeout))
+        event = Tune(new_id(), worker, model, effort, timeout, sandbox, allow)
+        self._refuse_before_asking(tune_refusal(state, event))  # Rule 4
         if widen:
             answer = await self.ask(tune_request(run_id, worker, widen, changes, self.locale))
             if answer != "accept":
@@ -379,15 +408,10 @@ class Supervisor(SupervisorCore):
                     msg("dots.err.not_confirmed_tune", answer=answer).render(self.locale),
                     "changes",
                 )
-        event = Tune(new_id(), worker, model, effort, timeout, sandbox, allow)
         self._refuse(self.submit(run, event), "changes")
-        if self.store is not None:
-            self.store.append_raw(
-                run_id,
-                "tuning",
-                self.clock(),
-                {"worker": worker, "changes": dict(changes), "confirmed": bool(widen)},
-            )
+        self.log_raw(
+            run, "tuning", {"worker": worker, "changes": dict(changes), "confirmed": bool(widen)}
+        )
         return self._view(run)
 
     # ---- read-only -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -102,6 +103,7 @@ class CodexWorker:
         self._start_lock = asyncio.Lock()
         self._turn_done = asyncio.Event()  # set while no turn is live
         self._turn_done.set()
+        self.idle_since: float | None = None  # monotonic time its process went idle
 
     @property
     def alive(self) -> bool:
@@ -124,12 +126,23 @@ class CodexWorker:
     def _turn_finished(self) -> None:
         self.turn_id = None
         self._turn_done.set()
+        self.idle_since = time.monotonic()
+
+    def idle_for(self, now: float) -> float:
+        """Seconds its live process has had no turn (0 when busy or not running)."""
+        if self.turn_id is not None or not self.alive or self.idle_since is None:
+            return 0.0
+        return now - self.idle_since
 
     async def ensure(self) -> AppServerClient:
         """The running, initialised client (spawned on first use or after an exit)."""
         async with self._start_lock:
             if self.client is not None and self.client.running:
                 return self.client
+            if self._closed is not None and not self._closed.done():
+                # an idle process is still ending: Codex lets one process write a thread
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._closed)
             self.thread_id = None  # a new process has no thread loaded
             self._closing = False
             client = AppServerClient(
@@ -187,6 +200,7 @@ class CodexWorker:
             raise AppServerError(-32603, "the app-server answered without a turn id", None, "")
         self.turn_id = turn_id
         self._turn_done.clear()
+        self.idle_since = None
         return turn_id
 
     def flush_early_end(self) -> None:

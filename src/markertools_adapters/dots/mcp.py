@@ -23,9 +23,14 @@
 #           about other conversations' runs leaks ("run not found").
 #   Rule 3: no tool takes a "confirmed" argument; only the user's elicitation answer
 #           confirms (DOT-14).
+#   Rule 4: a refusal shows a caller's long value (in its text, its structured error,
+#           its issues) only as its head and length (`_mcp_args.shown`), whichever
+#           layer wrote the message; an error of Codex on a read-only tool names the
+#           argument by its tool path (`options.cursor`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import uuid
@@ -33,6 +38,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.tools import Tool
@@ -45,8 +51,10 @@ import markertools
 from markertools import msg
 from markertools_adapters.dots._mcp_args import (
     DESCRIPTIONS,
+    MAX_ID_CHARS,
     MUTATING,
     SCHEMAS,
+    SHOWN_CHARS,
     ControlArgs,
     DispatchArgs,
     FinishArgs,
@@ -56,6 +64,7 @@ from markertools_adapters.dots._mcp_args import (
     ThreadsArgs,
     TuneArgs,
     parse_arguments,
+    shown,
 )
 from markertools_adapters.dots._mcp_confirm import (
     CallConfirmer,
@@ -65,6 +74,7 @@ from markertools_adapters.dots._mcp_confirm import (
     uses_input_required,
 )
 from markertools_adapters.dots._mcp_notify import RUN_URI, Link, McpNotifier, run_uri
+from markertools_adapters.dots._mcp_stdio import stdio_transport
 from markertools_adapters.dots._ports import (
     Confirmer,
     DotsError,
@@ -79,6 +89,9 @@ from markertools_adapters.planstore import make_state_dir
 log = logging.getLogger("markertools.dots.mcp")
 
 CONVERSATION_META_KEY: Final[str] = "markertools/conversation"
+# In worker mode a server answers dots_probe and dots_status (of nothing) only: listing
+# or reading the machine's threads would show a worker other projects' conversations.
+WORKER_UNREADABLE: Final[frozenset[str]] = frozenset({"dots_threads", "dots_thread_read"})
 SERVER_NAME: Final[str] = "markertools-dots"
 INSTRUCTIONS: Final[str] = (
     "Orchestrate Codex workers: dots_probe / dots_threads to look around, dots_start with "
@@ -187,6 +200,7 @@ class DotsMcp:
             lifespan=self._lifespan,
             subscriptions=self.bus,
             version=markertools.__version__,  # serverInfo.version of initialize
+            middleware=[_short_names],
         )
         self.server.resource(
             RUN_URI.replace("{runId}", "{run_id}"),
@@ -223,7 +237,12 @@ class DotsMcp:
                         self.idle.set()
 
     async def run_stdio(self) -> None:
-        await self.server.run_stdio_async()
+        """Serve this process's stdin/stdout through our transport (`_mcp_stdio`: bounded
+        lines, JSON-RPC errors for malformed messages) instead of the SDK's."""
+        # `_lowlevel_server` is what `MCPServer.run_stdio_async` runs too (mcp pinned)
+        lowlevel = self.server._lowlevel_server
+        async with stdio_transport(locale=self.sup.locale) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
     # ---- identity -------------------------------------------------------------------
 
@@ -271,6 +290,9 @@ class DotsMcp:
         owner: str | None = None
         try:
             owner, _ = self._owner(ctx)
+            if tool in WORKER_UNREADABLE and self.worker is not None:
+                text = self._say("dots.err.worker_reads", tool=tool, worker=self.worker)
+                raise DotsError(text, None)
             if tool in MUTATING and self.worker is not None:
                 text = self._say("dots.err.worker_mode", tool=tool, worker=self.worker, env=WORKER_ENV)
                 raise DotsError(text, None)
@@ -280,13 +302,21 @@ class DotsMcp:
         except InputNeeded as need:
             return need.result()
         except ProposalInvalid as exc:
-            issues = [{"path": _proposal_path(p), "message": m} for p, m in exc.issues]
+            long = _long_strings(arguments)
+            issues = [
+                {"path": _proposal_path(p), "message": _bounded(m, long, self.sup.locale)}
+                for p, m in exc.issues
+            ]
             lines = "; ".join(f"{i['path']}: {i['message']}" for i in issues)
-            return self._error(owner, f"{tool}: invalid proposal: {lines}", exc, issues)
+            message = _bounded(exc.message, long, self.sup.locale)
+            field = _proposal_path(exc.field)
+            return self._error(owner, f"{tool}: invalid proposal: {lines}", message, field, issues)
         except DotsError as exc:
-            named = exc.field is None or exc.field in exc.message
-            text = f"{tool}: {exc.message}" if named else f"{tool}: {exc.field}: {exc.message}"
-            return self._error(owner, text, exc)
+            message = _bounded(exc.message, _long_strings(arguments), self.sup.locale)
+            field = _argument_path(tool, exc.field)
+            named = field is None or field in message
+            text = f"{tool}: {message}" if named else f"{tool}: {field}: {message}"
+            return self._error(owner, text, message, field)
         structured["pendingDecisions"] = self._pending(owner)
         return _text_result(structured, text)
 
@@ -299,11 +329,11 @@ class DotsMcp:
         self,
         owner: str | None,
         text: str,
-        exc: DotsError,
+        message: str,
+        field: str | None,
         issues: list[dict[str, str | None]] | None = None,
     ) -> CallToolResult:
-        field = _proposal_path(exc.field) if isinstance(exc, ProposalInvalid) else exc.field
-        error: dict[str, Any] = {"message": exc.message, "field": field}
+        error: dict[str, Any] = {"message": message, "field": field}
         if issues is not None:
             error["issues"] = issues
         structured = {"error": error, "pendingDecisions": self._pending(owner)}
@@ -355,7 +385,10 @@ class DotsMcp:
             views = self.sup.status(owner=owner, run_id=args.runId)
         runs = [v.to_json() for v in views]
         text = "; ".join(self._line(v) for v in runs) or self._say("dots.tool.no_runs")
-        return {"runs": runs}, text
+        aside = self.sup.quarantined_of(owner)  # runs of this conversation set aside at start
+        for q in aside:
+            text += "; " + self._say("dots.tool.quarantined", file=q.file, reason=q.reason)
+        return {"runs": runs, "quarantined": [q.to_json() for q in aside]}, text
 
     async def _dispatch(
         self, tool: str, owner: str, args: DispatchArgs
@@ -420,15 +453,82 @@ class DotsMcp:
     async def _run_resource(self, run_id: str, ctx: Context[Link, Any]) -> str:
         try:
             owner, _ = self._owner(ctx)
+            if len(run_id) > MAX_ID_CHARS:
+                raise RunNotFound(run_id, "runId")
             (found,) = self.sup.status(owner=owner, run_id=run_id)
         except RunNotFound:
-            raise ResourceError(f"run not found: {run_id!r}") from None
+            shown_id = shown(run_id, self.sup.locale)
+            raise ResourceError(self._say("dots.err.run_not_found", run=shown_id)) from None
         except DotsError as exc:
             raise ResourceError(exc.message) from None
         view = found.to_json()
         view["uri"] = run_uri(run_id)
         view["pendingDecisions"] = self._pending(owner)
         return json.dumps(view, ensure_ascii=False)
+
+
+MAX_URI_CHARS: Final[int] = len(run_uri("")) + MAX_ID_CHARS
+_ECHOED: Final[dict[str, tuple[str, int]]] = {  # what the SDK itself echoes when unknown
+    "tools/call": ("name", SHOWN_CHARS),
+    "resources/read": ("uri", MAX_URI_CHARS),
+}
+
+
+async def _short_names(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Rule 4 where the SDK writes the message: a tool name or resource URI too long to
+    be one of ours goes on as its head and length, so "Unknown tool: ..." and "Unknown
+    resource: ..." (and the error's `data.uri`) stay short."""
+    params = ctx.params
+    echoed = _ECHOED.get(ctx.method)
+    if echoed is not None and isinstance(params, Mapping):
+        key, limit = echoed
+        value = params.get(key)
+        if isinstance(value, str) and len(value) > limit:
+            ctx = dataclasses.replace(ctx, params={**params, key: shown(value)})
+    return await call_next(ctx)
+
+
+_OPTIONS: Final[dict[str, frozenset[str]]] = {
+    "dots_threads": frozenset({"limit", "cursor", "cwd", "searchTerm", "archived"}),
+    "dots_thread_read": frozenset({"limit", "cursor"}),
+}
+
+
+def _argument_path(tool: str, field: str | None) -> str | None:
+    """The supervisor's name of an argument (`cursor`) as the tool's path to it
+    (`options.cursor`, as a refused argument check names it too)."""
+    if field is not None and field in _OPTIONS.get(tool, ()):
+        return f"options.{field}"
+    return field
+
+
+def _long_strings(arguments: Mapping[str, Any], budget: int = 1000) -> list[str]:
+    """The caller's strings longer than SHOWN_CHARS (keys too), longest first, among the
+    first `budget` values of the arguments."""
+    found: set[str] = set()
+    stack: list[Any] = [arguments]
+    while stack and budget > 0:
+        value = stack.pop()
+        budget -= 1
+        if isinstance(value, str):
+            if len(value) > SHOWN_CHARS:
+                found.add(value)
+        elif isinstance(value, Mapping):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return sorted(found, key=len, reverse=True)
+
+
+def _bounded(text: str, long: Sequence[str], locale: str) -> str:
+    """Rule 4: each long caller value in `text` (as written or as its repr) replaced by
+    its head and length."""
+    for value in long:
+        if value in text or repr(value) in text:
+            short = shown(value, locale)
+            text = text.replace(repr(value), short).replace(value, short)
+    return text
 
 
 def _proposal_path(path: str | None) -> str | None:

@@ -22,9 +22,14 @@
 #           dead process is taken over; the lock never expires by time.
 #   Rule 5: every reload applies `HostRestarted`: turns that were live when the host
 #           stopped are paused and their instructions are never re-sent (PLN-6).
+#   Rule 6: nothing in the directory is opened through a link or when it is not a
+#           regular file; what cannot be used is moved to `quarantine/`, never deleted.
+#   Rule 7: a failed write leaves nothing behind that a reload would replay (a failed
+#           append or fsync is cut off again), and changes nothing in memory.
 #
 # Layout: `_files.py` (records, log, errors), `_lock.py` (host lock), `_journal.py`
-# (durable apply and reload). This module only re-exports them.
+# (durable apply and reload), `_quarantine.py` (files set aside). This module only
+# re-exports them.
 from __future__ import annotations
 
 from markertools_adapters.planstore._files import (
@@ -39,15 +44,23 @@ from markertools_adapters.planstore._files import (
     RunExists,
     RunNotFound,
     StaleRevision,
+    StateDirUnwritable,
     check_run_id,
     make_state_dir,
 )
 from markertools_adapters.planstore._journal import RunJournal, host
 from markertools_adapters.planstore._lock import HostLock, pid_alive
+from markertools_adapters.planstore._quarantine import (
+    QUARANTINE_DIR,
+    Quarantined,
+    quarantine,
+    quarantined,
+)
 
 __all__ = [
     "DEFAULT_STATE_DIR",
     "LOCK_NAME",
+    "QUARANTINE_DIR",
     "CorruptStore",
     "HostLock",
     "HostLockHeld",
@@ -55,12 +68,16 @@ __all__ = [
     "PlanStore",
     "PlanStoreError",
     "Probe",
+    "Quarantined",
     "RunExists",
     "RunJournal",
     "RunNotFound",
     "StaleRevision",
+    "StateDirUnwritable",
     "check_run_id",
     "host",
     "make_state_dir",
     "pid_alive",
+    "quarantine",
+    "quarantined",
 ]

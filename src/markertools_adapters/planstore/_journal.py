@@ -13,26 +13,45 @@
 #           and makes them durable together in `sync()` (one fsync per batch); its
 #           record is a checkpoint saved every CHECKPOINT_EVERY events, when the run
 #           finishes and on close. Its owner syncs before any effect the events allow.
+#   Rule 5: a write that fails changes nothing in memory: `submit` applies an event
+#           only once its line is written. A checkpoint that fails is only a checkpoint
+#           (the log is the truth): it is logged and tried again after another
+#           CHECKPOINT_EVERY events, never in a loop. A failed fsync fails the journal:
+#           its memory goes back to what the log holds durably (the unsynced lines were
+#           cut off, or may be lost), and it refuses every later event and saves
+#           nothing until the run is loaded again from disk.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import uuid
 from collections.abc import Iterator
 
 import attrs
 
+from markertools import Msg
 from markertools.plans import (
     RUN_MACHINE,
     Duplicate,
     Event,
+    Halt,
     HostRestarted,
     Refused,
     RunState,
     Step,
     apply,
 )
-from markertools_adapters.planstore._files import LoggedEvent, PlanStore, PlanStoreError, Probe
+from markertools_adapters.planstore._files import (
+    LoggedEvent,
+    PlanStore,
+    PlanStoreError,
+    Probe,
+    StateDirUnwritable,
+)
 from markertools_adapters.planstore._lock import HostLock
+
+log = logging.getLogger("markertools.planstore")
 
 
 class RunJournal:
@@ -44,18 +63,44 @@ class RunJournal:
     def __init__(self, store: PlanStore, state: RunState, next_seq: int) -> None:
         self.store = store
         self._state = state
+        self._synced_state = state  # the state as far as the log is known durable
         self._next_seq = next_seq
         self._unsynced = False  # lines appended without fsync (Rule 4)
         self._unsaved = 0  # events applied since the record was last saved
+        self._checkpoint_at = self.CHECKPOINT_EVERY  # after a failed save: when to try again
+        self._failed: str | None = None
+        self._halted = False  # the in-memory pause of `fail` is applied
+        self.checkpoint_error: str | None = None  # why the last checkpoint failed
 
     @property
     def pending_sync(self) -> bool:
         """True while an event is written but not yet durable (see `sync`)."""
-        return self._unsynced or self._unsaved >= self.CHECKPOINT_EVERY
+        return self._failed is None and (self._unsynced or self._unsaved >= self.CHECKPOINT_EVERY)
 
     @property
     def state(self) -> RunState:
         return self._state
+
+    @property
+    def failed(self) -> str | None:
+        """Why this journal refuses every event (Rule 5), or None while it works."""
+        return self._failed
+
+    def fail(self, reason: str, detail: Msg | None = None, now: float = 0.0) -> None:
+        """Stop this journal (Rule 5): every later `submit` and `sync` is refused with
+        `reason`, and nothing is saved. With `detail`, the run is also paused in memory
+        only (`Halt` applied, never logged) so a status says why; a reload from disk
+        shows the run as its log holds it."""
+        if self._failed is None:
+            self._failed = reason
+        if detail is not None and not self._halted:  # once, also after a failed `sync`
+            self._halted = True
+            halt = Halt(uuid.uuid4().hex, "internal-error", detail)
+            self._state = apply(self._state, halt, now).state
+
+    def _refuse_if_failed(self) -> None:
+        if self._failed is not None:
+            raise StateDirUnwritable(self._failed, undone=True)
 
     @staticmethod
     def _check_lock(store: PlanStore, lock: HostLock) -> None:
@@ -83,10 +128,13 @@ class RunJournal:
             if entry.seq > state.log_seq:
                 step = apply(state, entry.event, entry.at)
                 state = attrs.evolve(step.state, log_seq=entry.seq)
-        if state is not loaded:
-            state = store.save(state, loaded.revision)
+        replayed = state is not loaded
         last = max([e.seq for e in entries] + [state.log_seq])
-        journal = cls(store, state, last + 1)
+        journal = cls(store, loaded, last + 1)
+        journal._state = journal._synced_state = state
+        if replayed:
+            journal._unsaved = 1
+            journal._checkpoint(force=True)
         return journal, journal.submit(HostRestarted(restart_event_id), now)
 
     def submit(self, event: Event, now: float, *, durable: bool = True) -> Step:
@@ -95,39 +143,81 @@ class RunJournal:
         record saved before this returns. `durable=False` (Rule 4): the line is only
         written and the record not saved; `sync()` makes every such event durable at
         once, and the caller calls it before anything acts on them. A write that fails
-        raises and changes nothing in memory."""
+        raises (StateDirUnwritable) and changes nothing in memory (Rule 5); a journal
+        that failed refuses every event. With `durable`, once the line is fsynced the
+        event counts even when the record cannot be saved (a checkpoint, Rule 5)."""
+        self._refuse_if_failed()
         step = apply(self._state, event, now)
         if isinstance(step.outcome, Duplicate):
             return step
         seq = self._next_seq
         outcome = type(step.outcome).__name__.lower()
         entry = LoggedEvent(seq, now, outcome, event)
-        self.store.append_event(self._state.run_id, entry, sync=durable)
+        try:
+            self.store.append_event(self._state.run_id, entry, sync=durable)
+        except StateDirUnwritable as exc:
+            if exc.lost:  # the fsync took earlier deferred lines with it
+                self._lose_unsynced(str(exc))
+            raise
         self._next_seq = seq + 1
-        if not durable:
-            self._unsynced = True
-        if isinstance(step.outcome, Refused):
-            return step
-        state = attrs.evolve(step.state, log_seq=seq)
-        if durable:
-            self._state = self.store.save(state, self._state.revision)
-            self._unsaved = 0
-        else:
-            self._state = state  # the record on disk stays at its revision until `sync`
+        self._unsynced = not durable  # a durable line's fsync covered every earlier one
+        refused = isinstance(step.outcome, Refused)
+        if not refused:
+            self._state = attrs.evolve(step.state, log_seq=seq)
             self._unsaved += 1
-        return Step(self._state, step.outcome)
+        if durable:
+            self._synced_state = self._state
+            if not refused:
+                self._checkpoint(force=True)
+        return step if refused else Step(self._state, step.outcome)
+
+    def _lose_unsynced(self, reason: str) -> None:
+        """A failed fsync: memory goes back to what the log holds durably (the unsynced
+        lines were cut off, or may be lost), and the journal fails (Rule 5)."""
+        self._state = self._synced_state
+        self._unsynced = False
+        self.fail(reason)
 
     def sync(self, *, checkpoint: bool = False) -> None:
         """Make every deferred event durable: one fsync of the log. The record is saved
         too (a checkpoint) when `checkpoint`, when the run finished, or every
-        CHECKPOINT_EVERY events, so a reload replays a bounded tail."""
+        CHECKPOINT_EVERY events, so a reload replays a bounded tail. A failed fsync
+        fails the journal and raises (Rule 5); a failed checkpoint does not."""
+        self._refuse_if_failed()
         if self._unsynced:
-            self.store.sync_log(self._state.run_id)
+            try:
+                self.store.sync_log(self._state.run_id)
+            except StateDirUnwritable as exc:
+                self._lose_unsynced(str(exc))
+                raise
             self._unsynced = False
+            self._synced_state = self._state
         finished = self._state.status in RUN_MACHINE.terminal
         if self._unsaved and (checkpoint or finished or self._unsaved >= self.CHECKPOINT_EVERY):
-            self._state = self.store.save(self._state, self._state.revision)
-            self._unsaved = 0
+            self._checkpoint(force=checkpoint)
+
+    def _checkpoint(self, *, force: bool) -> None:
+        """Save the record (every event in it is durable in the log already). A failure
+        is logged and the next try waits for CHECKPOINT_EVERY more events (Rule 5)."""
+        if not force and self.checkpoint_error is not None and self._unsaved < self._checkpoint_at:
+            return  # the last one failed: wait for CHECKPOINT_EVERY more events
+        try:
+            self._state = self._synced_state = self.store.save(self._state, self._state.revision)
+        except PlanStoreError as exc:
+            self._checkpoint_at = self._unsaved + self.CHECKPOINT_EVERY
+            if self.checkpoint_error != str(exc):
+                log.warning(
+                    "run %s: the record could not be saved (%s); its log holds every event, "
+                    "the save is tried again after %d more events",
+                    self._state.run_id,
+                    exc,
+                    self.CHECKPOINT_EVERY,
+                )
+            self.checkpoint_error = str(exc)
+            return
+        self._unsaved = 0
+        self._checkpoint_at = self.CHECKPOINT_EVERY
+        self.checkpoint_error = None
 
 
 @contextlib.contextmanager

@@ -10,20 +10,31 @@
 #           never expires by time.
 #   Rule 4: after taking the OS lock, the path must still name the locked file (a
 #           releasing holder unlinks it); otherwise retry.
+#   Rule 5: the lock file is never opened through a link nor when it is not a regular
+#           file (a link could point the pid record at any file): such a `host.lock`
+#           is moved to the quarantine and a fresh one made. A directory that cannot
+#           take the lock (read-only, full) is one line (StateDirUnwritable).
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
 from markertools_adapters.planstore._files import (
     LOCK_NAME,
+    CorruptStore,
     HostLockHeld,
+    StateDirUnwritable,
     _write_all,
     make_state_dir,
+    not_regular,
+    open_regular,
+    why,
 )
 
 try:  # POSIX: the OS releases the lock when the holder dies, whatever its pid became
@@ -86,11 +97,45 @@ class HostLock:
 
     @classmethod
     def acquire(cls, root: str | os.PathLike[str]) -> HostLock:
+        """Take the lock of `root` (created when missing). Raises HostLockHeld (a live
+        holder), StateDirUnwritable (the directory cannot take it), PlanStoreError."""
         path = make_state_dir(root) / LOCK_NAME
+        try:
+            return cls._acquire(path)
+        except OSError as exc:
+            raise StateDirUnwritable(f"{path}: the host lock cannot be taken ({why(exc)})") from None
+
+    @staticmethod
+    def _set_aside(path: Path) -> None:
+        """Rule 5: a `host.lock` that is a link, a directory or a FIFO goes to the
+        quarantine (never opened, never deleted)."""
+        from markertools_adapters.planstore._quarantine import quarantine
+
+        bad = not_regular(path)
+        if bad is None:
+            return
+        reason = bad.removeprefix(f"{path}: ")
+        found = quarantine(path.parent, [path.name], file=path.name, reason=reason, now=time.time())
+        logging.getLogger("markertools.planstore").warning(
+            "quarantined %s: %s (moved to %s)", path.name, reason, found.moved_to
+        )
+
+    @classmethod
+    def _open(cls, path: Path, flags: int) -> int:
+        for _ in range(8):
+            cls._set_aside(path)
+            try:
+                return open_regular(path, flags)
+            except CorruptStore:  # replaced meanwhile: set that aside too
+                continue
+        raise CorruptStore(f"{path}: keeps being replaced by something not a regular file")
+
+    @classmethod
+    def _acquire(cls, path: Path) -> HostLock:
         if _fcntl is None:  # pragma: no cover - exercised by a test that hides fcntl
             return cls._acquire_by_pid(path)
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = cls._open(path, os.O_RDWR | os.O_CREAT)
             try:
                 _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
             except OSError:
@@ -98,14 +143,20 @@ class HostLock:
                 os.close(fd)
                 raise HostLockHeld(path, holder) from None
             try:  # the file may have been unlinked by a releasing holder meanwhile
-                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+                same = os.lstat(path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 same = False
             if not same:
                 os.close(fd)
                 continue
             previous = _read_pid(fd)
-            return cls._claim(path, fd, previous)
+            try:
+                return cls._claim(path, fd, previous)
+            except OSError:  # nothing is held after a failure, and no empty lock is left
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                os.close(fd)
+                raise
 
     @classmethod
     def _acquire_by_pid(cls, path: Path) -> HostLock:
@@ -116,7 +167,7 @@ class HostLock:
             except FileExistsError:
                 pass
             try:
-                fd = os.open(path, os.O_RDONLY)
+                fd = cls._open(path, os.O_RDONLY)
             except FileNotFoundError:
                 continue
             try:
@@ -158,7 +209,7 @@ class HostLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # gone, or a directory that turned read-only
             self.path.unlink()  # while still holding the OS lock (see acquire)
         os.close(fd)
 

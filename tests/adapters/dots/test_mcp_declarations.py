@@ -1,7 +1,9 @@
 """One declaration per dots_* tool (issue 25): each tool's argument model gives both the
 input schema `tools/list` shows and the check `tools/call` runs. The schemas are the
 ones the tools had before (the hand-written schemas, kept as a fixture), with only
-`default` values added, so every client sees the same contract, or a stricter one."""
+`default` values and bounds added (issue 26: `maxLength` on every string, `maximum` on
+every integer, `maxProperties` on the free-form proposal, a `pattern` on cursors), so
+every client sees the same contract, or a stricter one."""
 
 from __future__ import annotations
 
@@ -17,19 +19,51 @@ from markertools_adapters.dots._ports import DotsError
 BEFORE = json.loads((REPO / "tests" / "fixtures" / "dots" / "tool_schemas_before_issue25.json").read_text())
 
 
-def _without_defaults(schema: Any) -> Any:
+BOUNDS = frozenset({"maxLength", "maximum", "maxProperties", "pattern"})
+
+
+def _without_additions(schema: Any, before: Any) -> Any:
+    """`schema` without its defaults and without the bounds `before` did not have."""
     if isinstance(schema, dict):
-        return {k: _without_defaults(v) for k, v in schema.items() if k != "default"}
+        was = before if isinstance(before, dict) else {}
+        return {
+            k: _without_additions(v, was.get(k))
+            for k, v in schema.items()
+            if k != "default" and not (k in BOUNDS and k not in was)
+        }
     if isinstance(schema, list):
-        return [_without_defaults(v) for v in schema]
+        was = before if isinstance(before, list) and len(before) == len(schema) else [None] * len(schema)
+        return [_without_additions(v, b) for v, b in zip(schema, was, strict=True)]
     return schema
+
+
+def _leaves(schema: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    found = [(path, schema)]
+    for name, sub in schema.get("properties", {}).items():
+        found += _leaves(sub, f"{path}.{name}" if path else name)
+    return found
 
 
 @pytest.mark.rule("DOT-13")
 @pytest.mark.parametrize("tool", sorted(BEFORE))
 def test_the_declared_schema_is_the_documented_one(tool: str) -> None:
-    assert _without_defaults(SCHEMAS[tool]) == BEFORE[tool]
+    assert _without_additions(SCHEMAS[tool], BEFORE[tool]) == BEFORE[tool]
     assert set(MODELS) == set(BEFORE)
+
+
+@pytest.mark.rule("DOT-13")
+@pytest.mark.parametrize("tool", sorted(BEFORE))
+def test_every_argument_is_bounded_in_its_declaration(tool: str) -> None:
+    unbounded = []
+    for path, schema in _leaves(SCHEMAS[tool]):
+        kind = schema.get("type")
+        if kind == "string" and "enum" not in schema and "maxLength" not in schema:
+            unbounded.append(path)
+        if kind == "integer" and "maximum" not in schema:
+            unbounded.append(path)
+        if kind == "object" and "properties" not in schema and "maxProperties" not in schema:
+            unbounded.append(path)
+    assert unbounded == []
 
 
 @pytest.mark.rule("DOT-13", "DOT-14")

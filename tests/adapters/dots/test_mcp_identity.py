@@ -178,3 +178,27 @@ def test_a_replayed_dispatch_with_an_old_decision_id_is_refused(
     assert text.startswith("dots_dispatch: decisionId: decision id '")
     assert text.endswith("' is not the current decision of role 'reader'; refused as a replay")
     assert turns == 2  # the replay started no third turn
+
+
+@pytest.mark.rule("DOT-13", "DOT-15")
+def test_a_server_inside_a_worker_reads_no_threads_of_the_machine(
+    offline_codex: OfflineCodex, tmp_path: Path
+) -> None:
+    """Issue 26 item 9: a worker has no business listing or reading the machine's
+    threads (other projects' conversations)."""
+    dots = make_dots(offline_codex, tmp_path / "state", worker="run-1:reader")
+
+    async def scenario() -> dict[str, Any]:
+        async with client(dots, LEGACY, Answers()) as c:
+            return {
+                "threads": refused(await call(c, "dots_threads")),
+                "read": refused(await call(c, "dots_thread_read", {"threadId": "t"})),
+            }
+
+    out = asyncio.run(scenario())
+    for tool, key in (("dots_threads", "threads"), ("dots_thread_read", "read")):
+        assert out[key] == (
+            f"{tool}: {tool} is refused inside worker run-1:reader of a dots run: a worker "
+            "reads no threads of this machine",
+            None,
+        )

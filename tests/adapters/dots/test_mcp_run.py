@@ -163,7 +163,8 @@ def test_two_role_run_through_mcp(offline_codex: OfflineCodex, tmp_path: Path, m
     # DOT-14: two confirmations, the plan and then the launch details, asked of the user
     assert len(answers.asked) == 2
     assert answers.asked[0].startswith("Start this plan?")
-    assert "goal: fix the module" in answers.asked[0]
+    assert "goal:\n  | fix the module\n" in answers.asked[0]
+    assert "first instruction:\n      | reader: do your part\n" in answers.asked[0]
     assert answers.asked[1].startswith("Launch these workers?")
     assert "sandbox workspace-write" in answers.asked[1]
     # the dispatched instruction went to the reader's thread, then the fixer started

@@ -157,3 +157,18 @@ def test_a_server_started_by_a_worker_refuses_changes(
         "any run"
     )
     assert probe["model"] == "fake-model"
+
+
+@pytest.mark.rule("DOT-13")
+def test_an_empty_worker_variable_is_still_worker_mode(offline_codex: OfflineCodex, tmp_path: Path) -> None:
+    """Issue 26 item 9: MARKERTOOLS_DOTS_WORKER="" turned worker mode off."""
+
+    async def scenario() -> tuple[str, str | None]:
+        env = {"MARKERTOOLS_DOTS_WORKER": ""}
+        async with served(offline_codex, tmp_path / "state", LEGACY, Answers(), env=env) as c:
+            return refused(await call(c, "dots_control", {"runId": "r", "action": "cancel"}))
+
+    text, field = asyncio.run(scenario())
+    assert "is refused: this dots server runs inside worker (unnamed) of a dots run" in text
+    assert field is None
+    assert not (tmp_path / "state" / "host.lock").exists()
