@@ -38,7 +38,7 @@ from markertools_adapters.memory import MemoryState, MemoryStore
 F = TypeVar("F", bound=Callable[..., Any])
 
 KIT_PRIMITIVES: tuple[str, ...] = ("kit_lock", "kit_load", "kit_save")
-_NOT_WRAPPED = frozenset({"from_world", "atomic"})
+_NOT_WRAPPED = frozenset({"from_world", "atomic", "close"})
 
 
 def copy_state(state: MemoryState) -> MemoryState:

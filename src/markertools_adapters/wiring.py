@@ -1,6 +1,9 @@
 # Owns: the one wiring point that bundles a store object and the non-storage adapters into
-# the `Ports` delivery takes (`store_ports`), and `StoragePorts`, the type of such a store:
-# every storage port at once (MemoryStore, SqliteStore, PostgresStore, or an embedder's).
+# the `Ports` delivery takes (`store_ports`), and the types of such stores: `StoragePorts`
+# (every storage port at once), `WorkerStore` (plus the worker loop's methods and the
+# unit of work at the end of a turn, END-1) and `Store` (what markertools_adapters.connect
+# returns: a WorkerStore that carries its `Ports` and closes as a context manager), with
+# `CarriesPorts`, the mixin through which every bundled store carries them.
 #
 # Invariants: builds values only; never opens files, databases or processes itself.
 #   Rule 1: `StoragePorts` is exactly the intersection of the storage port Protocols of
@@ -8,7 +11,8 @@
 #           one of them (tests/adapters/wiring/test_wiring_types.py keeps the list complete).
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol, Self
 
 from markertools import (
     AttemptLedger,
@@ -31,7 +35,11 @@ from markertools import (
     TaskFiles,
     TaskStore,
     TodoStore,
+    TurnFinisher,
 )
+
+if TYPE_CHECKING:
+    from markertools_adapters.world import World
 
 
 class StoragePorts(
@@ -50,12 +58,65 @@ class StoragePorts(
 
 
 class WorkerStore(
-    StoragePorts, TaskClaimer, FollowupTaker, AutomationAdmin, RecordWriter, Protocol
+    StoragePorts,
+    TaskClaimer,
+    FollowupTaker,
+    AutomationAdmin,
+    RecordWriter,
+    TurnFinisher,
+    Protocol,
 ):
     """A store a whole worker loop runs on (docs/worker-loop.md): every storage port plus
-    claiming tasks, taking follow-ups, managing automations and the record writers.
-    Every bundled store is one; `markertools_adapters.kit.StoreKit` makes one from four
-    primitives."""
+    claiming tasks, taking follow-ups, managing automations, the record writers and the
+    unit of work at the end of a turn (`finish_turn`, END-1). Every bundled store is one;
+    `markertools_adapters.kit.StoreKit` makes one from three primitives."""
+
+
+class Store(WorkerStore, Protocol):
+    """What `markertools_adapters.connect(...)` returns (docs/worker-loop.md): a WorkerStore
+    that carries the `Ports` delivery takes (`store.ports`: the store itself in every
+    storage field, the clock, random source, executor, files reader and change waiter it
+    was connected with), loads and exports worlds, and closes - `close()` or `with`."""
+
+    @property
+    def ports(self) -> Ports: ...
+
+    def load_world(self, world: World) -> None: ...
+
+    def export_world(self, now: float) -> World: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+class CarriesPorts:
+    """Mixin of every bundled store: the `Ports` it was connected with (`connect` sets
+    them through `attach_ports`). A store made any other way has none: `store.ports` is
+    an AttributeError saying how to get them."""
+
+    _ports: Ports | None = None
+
+    @property
+    def ports(self) -> Ports:
+        if self._ports is None:
+            raise AttributeError(
+                "this store carries no ports: open it with markertools_adapters.connect(...), "
+                "or build them with markertools_adapters.wiring.store_ports(store, ...)"
+            )
+        return self._ports
+
+
+def attach_ports(store: CarriesPorts, ports: Ports) -> None:
+    """Give a bundled store the `Ports` it carries from now on (`connect` does this)."""
+    store._ports = ports
 
 
 def storage_port_methods() -> frozenset[str]:
@@ -90,6 +151,15 @@ if TYPE_CHECKING:  # Rule 1: mypy --strict proves the bundled stores are Storage
         return store
 
     def _postgres_worker(store: PostgresStore) -> WorkerStore:
+        return store
+
+    def _memory_connected(store: MemoryStore) -> Store:
+        return store
+
+    def _sqlite_connected(store: SqliteStore) -> Store:
+        return store
+
+    def _postgres_connected(store: PostgresStore) -> Store:
         return store
 
 

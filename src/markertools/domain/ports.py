@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
+from decimal import Decimal
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -24,11 +25,14 @@ from markertools.domain.model import (
     AuditRecord,
     Automation,
     CostRow,
+    FinishedTurn,
     LineageLink,
     Project,
     Quota,
     Task,
     Todo,
+    TurnCost,
+    TurnOutcome,
 )
 from markertools.text.msg import Msg
 
@@ -397,11 +401,44 @@ class RecordWriter(Protocol):
 
     def put_quota(self, quota: Quota) -> None: ...
 
-    def charge_quota(self, user: str, usd: float) -> Quota | None:
-        """Add `usd` to the user's spent amount; None when the user has no quota."""
+    def charge_quota(self, user: str, usd: Decimal | int | float | str) -> Quota | None:
+        """Add `usd` (money: whole micro-dollars, exact; a negative amount is a
+        ValueError) to the user's spent amount atomically; None when the user has no
+        quota."""
         ...
 
-    def record_cost(self, row: CostRow) -> None: ...
+    def record_cost(self, row: CostRow) -> None:
+        """Append a cost row. A row for a task the store lacks is refused with the
+        store's documented unknown-task error (markertools_adapters.errors.UnknownTask for
+        the bundled stores), nothing written."""
+        ...
+
+
+class TurnFinisher(Protocol):
+    """END-1: the unit of work at the end of a turn."""
+
+    def finish_turn(
+        self,
+        task_id: str,
+        turn_id: str,
+        *,
+        outcome: TurnOutcome | str,
+        result_text: str | None = None,
+        error_text: str | None = None,
+        cost: TurnCost | CostRow | None = None,
+        requeue: bool = False,
+    ) -> FinishedTurn:
+        """In ONE transaction, at most once per (task_id, turn_id): compare-and-set the
+        task from `running` to `finished_status(outcome, requeue=requeue)` with
+        `result_text` / `error_text` (when given); record `cost` as the task's cost row
+        (a TurnCost gets the task's next round: 1 + the highest round so far, or 1); and
+        charge the task creator's quota with a priced cost's dollars (no creator or no
+        quota record: nothing charged). A task no longer running is left as it is, its
+        cost still recorded and charged (`changed=False`). Calling it again with the
+        same (task_id, turn_id) changes nothing and returns the first result with
+        `replayed=True`. An unknown task raises the unknown-task error and writes
+        nothing; a bad outcome is a ValueError (TRN-10)."""
+        ...
 
 
 @attrs.frozen

@@ -1,6 +1,7 @@
 # Owns: the worker-loop ports on both SQL adapters - TaskClaimer (claim_next_task),
 # FollowupTaker (take_followups), AutomationAdmin (SCH-7) and RecordWriter (projects,
-# permissions, quotas, cost rows) - as a mixin over `self._db` and `self._tables`.
+# permissions, quotas; cost rows and charges are _finish.py's) - as a mixin over
+# `self._db` and `self._tables`.
 #
 # Must never: decide a claim in Python outside the write transaction; hand one task or one
 # follow-up to two callers.
@@ -24,11 +25,12 @@ from typing import Any
 
 import attrs
 
-from markertools import Automation, AutomationNameTaken, CostRow, Project, Quota, Task
+from markertools import Automation, AutomationNameTaken, Project, Quota, Task
 from markertools_adapters._sql._automations import stored_next_run_at
 from markertools_adapters._sql._codec import Tables, quote, text_value
 from markertools_adapters._sql._dialect import Database
 from markertools_adapters._sql._rows import get_by_id
+from markertools_adapters.errors import StoreError
 
 _AUTOMATION_CHANGES = frozenset({"prompt", "interval_seconds", "first_run_at", "run_once"})
 
@@ -133,7 +135,9 @@ class WorkerMixin:
                     d.sql(f"UPDATE automations SET {assignments}, next_run_at = ? WHERE id = ?"),
                     (*(value for _, value in sets), stored_next_run_at(updated), aid),
                 )
-        except d.duplicate_key as exc:  # the partial unique index of step 3 (AUT-3)
+        except StoreError as exc:  # the partial unique index of step 3 (AUT-3)
+            if not d.is_duplicate_key(exc):
+                raise
             current_row = get_by_id(self._db, codec, automation_id)
             project = current_row.project_id if current_row is not None else "?"
             name = current_row.name if current_row is not None else "?"
@@ -201,20 +205,3 @@ class WorkerMixin:
         with self._db.write() as conn:
             conn.execute(d.sql('DELETE FROM quotas WHERE "user" = ?'), (d.bind_text(quota.user),))
             conn.execute(codec.insert_sql, values)
-
-    def charge_quota(self, user: str, usd: float) -> Quota | None:
-        codec, d = self._tables.quotas, self._tables.dialect
-        amount = codec.encode_value("used_usd", usd)
-        u = d.bind_text(text_value(user, "user"))
-        with self._db.write() as conn:
-            cursor = conn.execute(
-                d.sql('UPDATE quotas SET used_usd = used_usd + ? WHERE "user" = ?'), (amount, u)
-            )
-            if cursor.rowcount != 1:
-                return None
-            row = conn.execute(d.sql(f'{codec.select_sql} WHERE "user" = ?'), (u,)).fetchone()
-        return None if row is None else codec.decode(row)
-
-    def record_cost(self, row: CostRow) -> None:
-        costs = self._tables.costs
-        self._db.run(costs.insert_sql, costs.encode(row))
