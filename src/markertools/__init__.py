@@ -81,7 +81,14 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         is_goal_task,
         refuse_bad_status,
     )
-    from markertools.domain.money import MICROS_PER_USD, from_micros, money, to_micros
+    from markertools.domain.money import (
+        MAX_MICROS,
+        MICROS_PER_USD,
+        add_micros,
+        from_micros,
+        money,
+        to_micros,
+    )
     from markertools.domain.ports import (
         AttemptLedger,
         AuditLog,
@@ -166,9 +173,11 @@ _EXPORTS: dict[str, str] = {
     "checked_finish": "markertools.domain.model",
     "TurnFinisher": "markertools.domain.ports",
     "MICROS_PER_USD": "markertools.domain.money",
+    "MAX_MICROS": "markertools.domain.money",
     "money": "markertools.domain.money",
     "to_micros": "markertools.domain.money",
     "from_micros": "markertools.domain.money",
+    "add_micros": "markertools.domain.money",
     "Decision": "markertools.domain.decision",
     "DeliveryReport": "markertools.deliver.report",
     "Denied": "markertools.domain.decision",
@@ -277,6 +286,7 @@ __all__ = [
     "FRESH_STARTS",
     "INJECTED_TODOS",
     "LOCALES",
+    "MAX_MICROS",
     "MICROS_PER_USD",
     "NO_CHECKPOINT",
     "PERMISSIONS",
@@ -354,6 +364,7 @@ __all__ = [
     "TurnOutcome",
     "TurnPlan",
     "UnknownKindError",
+    "add_micros",
     "apply_claim",
     "assemble_first_turn",
     "automation_task_id",

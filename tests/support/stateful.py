@@ -313,6 +313,46 @@ class AdapterAgreement(RuleBasedStateMachine):
 
         self.both("record_cost", CostRow(tid, rnd, 0.25 if priced else None, tokens, False, priced))
 
+    @rule(
+        tid=TASK_IDS,
+        turn=st.sampled_from(["turn-1", "turn-2"]),
+        outcome=st.sampled_from(["completed", "failed", "cancelled", "bogus"]),
+        requeue=st.booleans(),
+        usd=st.none() | st.sampled_from([0, "0.1", 0.2, "1.000001"]),
+        tokens=st.integers(0, 5000),
+        given_round=st.none() | st.integers(0, 3),
+        text=st.none() | TEXT,
+    )
+    def finish_turn(
+        self,
+        tid: str,
+        turn: str,
+        outcome: str,
+        requeue: bool,
+        usd: object,
+        tokens: int,
+        given_round: int | None,
+        text: str | None,
+    ) -> None:
+        """END-1: the unit of work at the end of a turn, replays included."""
+        from markertools.domain.model import CostRow, TurnCost
+
+        cost = (
+            TurnCost(usd, tokens)  # type: ignore[arg-type]
+            if given_round is None
+            else CostRow(tid, given_round, usd, tokens)  # type: ignore[arg-type]
+        )
+        self.both(
+            "finish_turn",
+            tid,
+            turn,
+            outcome=outcome,
+            result_text=text,
+            error_text=text,
+            cost=cost,
+            requeue=requeue,
+        )
+
     # ---- reads --------------------------------------------------------------------------
 
     @rule(steps=st.integers(-1, 40))

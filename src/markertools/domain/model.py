@@ -319,7 +319,7 @@ def checked_finish(
     if isinstance(cost, CostRow):
         if cost.task_id != task_id:
             raise ValueError(
-                f"cost: the row is task {cost.task_id!r}'s, not {task_id!r}'s "
+                f"cost: the row is for task {cost.task_id!r}, not {task_id!r} "
                 "(give a TurnCost and the store fills in the task and the round)"
             )
     elif cost is not None and not isinstance(cost, TurnCost):

@@ -59,6 +59,17 @@ def to_micros(value: object, what: str = "amount") -> int:
     return micros
 
 
+def add_micros(total: int, extra: int, what: str = "amount") -> int:
+    """`total + extra` micro-dollars, or ValueError when the sum exceeds MAX_MICROS (every
+    store refuses such a charge with this message, before writing)."""
+    if total + extra > MAX_MICROS:
+        raise ValueError(
+            f"{what}: {from_micros(total)} + {from_micros(extra)} is too large "
+            f"(at most {from_micros(MAX_MICROS)})"
+        )
+    return total + extra
+
+
 def from_micros(micros: int) -> Decimal:
     """Whole micro-dollars as the canonical Decimal (Rule 1)."""
     amount = (Decimal(micros) * _MICRO).normalize()

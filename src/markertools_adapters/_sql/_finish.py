@@ -17,6 +17,9 @@
 #           status change is compare-and-set from `running` (CTL-4's promise).
 #   Rule 3: anything raised rolls the whole call back, its finished-turn row included: a
 #           crash or an error leaves no half-finished turn, and calling again finishes it.
+#   Rule 4 (MON-1): a charge is added in SQL (`used + ?`, exact integers), guarded so the
+#           sum never passes MAX_MICROS: a charge that would is refused with the memory
+#           model's ValueError, nothing changed.
 from __future__ import annotations
 
 import json
@@ -24,11 +27,13 @@ from decimal import Decimal
 from typing import Any
 
 from markertools import (
+    MAX_MICROS,
     CostRow,
     FinishedTurn,
     Quota,
     TurnCost,
     TurnOutcome,
+    add_micros,
     checked_finish,
     from_micros,
     is_priced,
@@ -112,16 +117,20 @@ class FinishMixin:
     def _charge(self, conn: Executor, user: str, micros: int) -> Quota | None:
         codec, d = self._tables.quotas, self._tables.dialect
         u = d.bind_text(text_value(user, "user"))
-        cursor = conn.execute(
+        cursor = conn.execute(  # Rule 4: added in SQL, never past MAX_MICROS
             d.sql(
-                'UPDATE quotas SET used_usd_micros = used_usd_micros + ? WHERE "user" = ?'
+                "UPDATE quotas SET used_usd_micros = used_usd_micros + ?"
+                ' WHERE "user" = ? AND used_usd_micros <= ?'
             ),
-            (micros, u),
+            (micros, u, MAX_MICROS - micros),
         )
-        if cursor.rowcount != 1:
-            return None
         row = conn.execute(d.sql(f'{codec.select_sql} WHERE "user" = ?'), (u,)).fetchone()
-        return None if row is None else codec.decode(row)
+        if row is None:
+            return None
+        quota: Quota = codec.decode(row)
+        if cursor.rowcount != 1:  # the sum would not fit: the same refusal as in memory
+            add_micros(to_micros(quota.used_usd), micros, "charge_quota usd")
+        return quota
 
     def record_cost(self, row: CostRow) -> None:
         costs = self._tables.costs

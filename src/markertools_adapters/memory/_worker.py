@@ -32,9 +32,11 @@ from markertools import (
     Task,
     TurnCost,
     TurnOutcome,
+    add_micros,
     checked_finish,
+    from_micros,
     is_priced,
-    money,
+    to_micros,
 )
 from markertools_adapters.errors import UnknownTask
 from markertools_adapters.memory._automations import name_clash
@@ -136,12 +138,13 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
             self._state.quotas[quota.user] = quota
 
     def charge_quota(self, user: str, usd: Decimal | int | float | str) -> Quota | None:
-        amount = money(usd, "charge_quota usd")
+        amount = to_micros(usd, "charge_quota usd")
         with self._state.lock:
             current = self._state.quotas.get(user)
             if current is None:
                 return None
-            charged = attrs.evolve(current, used_usd=current.used_usd + amount)
+            used = add_micros(to_micros(current.used_usd), amount, "charge_quota usd")
+            charged = attrs.evolve(current, used_usd=from_micros(used))
             self._state.quotas[user] = charged
             return charged
 

@@ -130,11 +130,15 @@ def test_waits_never_raise_on_odd_arguments(store: Any) -> None:
     assert waiter.full_waits == 3
 
 
+@pytest.mark.rule("ERR-1")
 def test_an_unreachable_server_fails_when_the_waiter_is_made() -> None:
     import psycopg
 
-    with pytest.raises(psycopg.OperationalError):
+    from markertools_adapters.errors import StoreUnavailable
+
+    with pytest.raises(StoreUnavailable, match=r"^OperationalError: connection failed") as failed:
         PgChangeWaiter("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+    assert isinstance(failed.value.__cause__, psycopg.OperationalError)
 
 
 @pytest.mark.rule("WAI-4", "POL-3")

@@ -14,7 +14,6 @@ from support.strategies.sqlite import worlds
 
 from markertools.domain.model import (
     Automation,
-    CostRow,
     Environment,
     PermissionGrant,
     Project,
