@@ -33,6 +33,12 @@ URL_FORMS: Final[str] = (
 )
 _SCHEME: Final[re.Pattern[str]] = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _POSTGRES: Final[frozenset[str]] = frozenset({"postgres", "postgresql"})
+_PASSWORD: Final[re.Pattern[str]] = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):[^@/]*@")
+
+
+def shown(url: str) -> str:
+    """`url` fit for a message: a password (user:PASSWORD@) is hidden, whatever the scheme."""
+    return redact(_PASSWORD.sub(r"\1:***@", url))
 
 
 def database_kind(url: str | PathLike[str]) -> tuple[Literal["memory", "sqlite", "postgres"], str]:
@@ -59,11 +65,11 @@ def database_kind(url: str | PathLike[str]) -> tuple[Literal["memory", "sqlite",
             return "sqlite", ":memory:"
         if not path.startswith("/"):
             raise ValueError(
-                f"{redact(url)}: a SQLite URL names a path after three slashes "
+                f"{shown(url)}: a SQLite URL names a path after three slashes "
                 "(sqlite:///relative.db, sqlite:////absolute.db)"
             )
         return "sqlite", path[1:]
-    raise ValueError(f"{redact(url)}: unknown database URL scheme {scheme!r}; expected {URL_FORMS}")
+    raise ValueError(f"{shown(url)}: unknown database URL scheme {scheme!r}; expected {URL_FORMS}")
 
 
 def connect(
