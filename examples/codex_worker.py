@@ -39,6 +39,7 @@ from typing import Any
 from markertools import DeliveryReport, Ports, deliver_turn
 from markertools_adapters.clock import SystemClock, SystemRandom
 from markertools_adapters.codex import AppServerTurnReader, CodexTurn
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.wiring import store_ports
 
 CLIENT_INFO = {
@@ -61,7 +62,7 @@ def open_store(db: str) -> Any:
 
 
 def make_ports(store: Any) -> Ports:
-    return store_ports(store, clock=SystemClock(), random=SystemRandom())
+    return store_ports(store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor())
 
 
 class AppServerExited(Exception):

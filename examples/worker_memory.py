@@ -32,6 +32,7 @@ from markertools import (
     fire_due_automations,
 )
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
 
@@ -135,7 +136,7 @@ def main() -> list[str]:
         )
     )
     clock = OtherSlotsClock(NOW)
-    ports = store_ports(store, clock=clock, random=SeededRandom(1))
+    ports = store_ports(store, clock=clock, random=SeededRandom(1), executor=NoopExecutor())
     worker = Worker(store, ports)
     clock.worker = worker
     worker.run()
