@@ -70,12 +70,14 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         PermissionGrant,
         Project,
         Quota,
+        StartKind,
         Task,
         TaskStatus,
         Todo,
         TurnOutcome,
         is_goal_task,
         refuse_bad_status,
+        start_kind_of,
     )
     from markertools.domain.ports import (
         AttemptLedger,
@@ -84,6 +86,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         AutomationNameTaken,
         AutomationStore,
         ChangeWaiter,
+        Claim,
         Clock,
         CostLookup,
         DeliveryJournal,
@@ -127,6 +130,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         assemble_first_turn,
     )
     from markertools.inject.framing import frame_data
+    from markertools.inject.start import claim_of, start_kind
     from markertools.parse.guide import UnknownKindError, render_guide
     from markertools.parse.plan import BlockIssue, Command, TurnPlan
     from markertools.parse.schema import body_schema, body_schemas
@@ -145,6 +149,11 @@ _EXPORTS: dict[str, str] = {
     "BlockOutcome": "markertools.deliver.report",
     "AutomationBind": "markertools.domain.model",
     "TaskStatus": "markertools.domain.model",
+    "StartKind": "markertools.domain.model",
+    "start_kind_of": "markertools.domain.model",
+    "Claim": "markertools.domain.ports",
+    "claim_of": "markertools.inject.start",
+    "start_kind": "markertools.inject.start",
     "TurnOutcome": "markertools.domain.model",
     "Locale": "markertools.text.msg",
     "Allowed": "markertools.domain.decision",
@@ -284,6 +293,7 @@ __all__ = [
     "BlockIssue",
     "BlockOutcome",
     "ChangeWaiter",
+    "Claim",
     "Clock",
     "Command",
     "CostLookup",
@@ -321,6 +331,7 @@ __all__ = [
     "RecordWriter",
     "ReportEntry",
     "RequeueResult",
+    "StartKind",
     "Task",
     "TaskChange",
     "TaskClaimer",
@@ -342,6 +353,7 @@ __all__ = [
     "body_schemas",
     "check_relative_path",
     "checked_attempt",
+    "claim_of",
     "delete_automation",
     "deliver_turn",
     "display_name",
@@ -363,6 +375,8 @@ __all__ = [
     "requeued_task",
     "resume_automation",
     "shanghai_iso",
+    "start_kind",
+    "start_kind_of",
     "summarize_error",
     "task_id_component_problem",
     "timeline_decision",

@@ -20,6 +20,8 @@
 #           nothing and queue nothing; an audit record notes the discard (TRN-3/4/5). The
 #           text of a goal / coordinator sender's turn is not even parsed (TRN-4).
 #   Rule 4: every executed or rejected block writes one audit record (TRN-7).
+#   Rule 5 (TRN-6): the report is queued when the turn has at least one entry (a block run,
+#           skipped, ignored or a near miss); a turn without any queues nothing.
 from __future__ import annotations
 
 import contextlib
@@ -243,8 +245,10 @@ def deliver_turn(
         cancel: a `threading.Event` or a callable; once set, polls and waits stop.
 
     Returns the report; its message and then any "/goal ..." follow-up have been queued
-    for the sender through `ports.followups` unless `report_queued` is False (then
-    `report_error` says why). Raises ValueError (only) for an outcome, locale, turn id,
+    for the sender through `ports.followups` (`report.queued_followups`) unless
+    `report_queued` is False (then `report_error` says why) - or the turn had no block at
+    all, which queues nothing (TRN-6). The queue is the only channel to the agent: send
+    what `take_followups` (or a Claim) hands out, never `queued_followups` directly. Raises ValueError (only) for an outcome, locale, turn id,
     deadline or cancel signal outside what is documented here.
     """
     outcome = checked_value(TurnOutcome, outcome, "outcome")
@@ -322,16 +326,22 @@ def deliver_turn(
     entries.extend(issue_entries(plan.issues))  # TRN-12: at most 50, the rest summarised
 
     message = render_report(tuple(entries), locale)
+    # TRN-6: a turn without any block (no command, no issue) queues nothing - the agent
+    # asked for nothing and is told nothing; a turn whose blocks were all skipped or
+    # ignored queues its report (the agent must learn why)
+    texts = (message, *ctx.followups_after_report) if entries else ()
     report = DeliveryReport(
         delivered=True,
         entries=tuple(entries),
         message=message,
-        followups=(message, *ctx.followups_after_report),
+        queued_followups=texts,
         locale=locale,
         turn_id=turn_id,
     )
     queued, error = journal.queue_report(report, ports.followups)
-    report = attrs.evolve(report, followups=queued, report_queued=error is None, report_error=error)
+    report = attrs.evolve(
+        report, queued_followups=queued, report_queued=error is None, report_error=error
+    )
     log_turn(report, sender_id, started, _clock_now(ports))
     return report
 

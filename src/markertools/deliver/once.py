@@ -197,7 +197,7 @@ class TurnJournal:
         recorded is not reported yet. Returns (queued, None) or (queued so far, why the
         report is not queued)."""
         journal, turn_id, task_id = self._journal, self._turn_id, self._sender_id
-        texts = report.followups
+        texts = report.queued_followups
         if journal is None or turn_id is None:
             queued: list[str] = []
             for text in texts:
@@ -215,7 +215,7 @@ class TurnJournal:
             except (ValueError, TypeError, KeyError):
                 earlier = texts
             try:
-                body = report_to_json(attrs.evolve(report, followups=earlier))
+                body = report_to_json(attrs.evolve(report, queued_followups=earlier))
                 journal.record_block(task_id, turn_id, FINISHED_POSITION, body)
             except Exception as exc:  # the next delivery rebuilds it again
                 warn("journal.record_block", exc)
