@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
     )
     from markertools.deliver.handlers.read import is_priced
     from markertools.deliver.loop import DEFAULT_DELIVERY_DEADLINE, deliver_turn
+    from markertools.deliver.once import TurnIdReused, turn_digest
     from markertools.deliver.paths import (
         check_relative_path,
         display_name,
@@ -218,6 +219,8 @@ _EXPORTS: dict[str, str] = {
     "body_schema": "markertools.parse.schema",
     "body_schemas": "markertools.parse.schema",
     "deliver_turn": "markertools.deliver.loop",
+    "TurnIdReused": "markertools.deliver.once",
+    "turn_digest": "markertools.deliver.once",
     "frame_data": "markertools.inject.framing",
     "msg": "markertools.text.msg",
     "parse_turn": "markertools.parse.turn",
@@ -343,6 +346,7 @@ __all__ = [
     "Todo",
     "TodoListing",
     "TodoStore",
+    "TurnIdReused",
     "TurnOutcome",
     "TurnPlan",
     "UnknownKindError",
@@ -380,6 +384,7 @@ __all__ = [
     "summarize_error",
     "task_id_component_problem",
     "timeline_decision",
+    "turn_digest",
     "update_automation",
 ]
 

@@ -34,7 +34,7 @@ import attrs
 from markertools.deliver.context import TurnContext, summarize_error
 from markertools.deliver.failures import log_turn, warn
 from markertools.deliver.handlers.registry import handler_for
-from markertools.deliver.once import TurnJournal
+from markertools.deliver.once import TurnIdReused, TurnJournal, turn_digest
 from markertools.deliver.render import render_report
 from markertools.deliver.report import (
     DeliveryReport,
@@ -233,11 +233,13 @@ def deliver_turn(
             "completed" delivers (TRN-3).
         ports: what delivery may touch.
         locale: a `Locale` or "en" / "zh" for the report.
-        turn_id: the worker's id for this turn (TRN-9). With one (and `ports.journal`),
-            each block's effect is applied at most once: delivering the turn again after
-            it finished returns the first report with `replayed=True` and changes
-            nothing; after a crash mid-delivery it applies only the blocks not applied
-            yet. Without one, every call executes.
+        turn_id: the worker's id for this turn (TRN-9), unique per sender task - e.g.
+            Codex's turn id. With one (and `ports.journal`), each block's effect is
+            applied at most once: delivering the turn again after it finished returns
+            the first report with `replayed=True` and changes nothing; after a crash
+            mid-delivery it applies only the blocks not applied yet. The input's digest
+            (`turn_digest`) is journalled with it: the same turn id with other input
+            raises `TurnIdReused` and changes nothing. Without one, every call executes.
         deadline: seconds from the delivery's start (on the clock port) after which
             every poll and wait stops and reports "stopped waiting" (TRN-11); by default
             DEFAULT_DELIVERY_DEADLINE (600 s) for all the waiting of the turn together.
@@ -248,7 +250,10 @@ def deliver_turn(
     for the sender through `ports.followups` (`report.queued_followups`) unless
     `report_queued` is False (then `report_error` says why) - or the turn had no block at
     all, which queues nothing (TRN-6). The queue is the only channel to the agent: send
-    what `take_followups` (or a Claim) hands out, never `queued_followups` directly. Raises ValueError (only) for an outcome, locale, turn id,
+    what `take_followups` (or a Claim) hands out, never `queued_followups` directly.
+
+    Raises `TurnIdReused` (a ValueError) when `turn_id` was delivered before with other
+    input (TRN-9); nothing ran, nothing was written. Raises ValueError (only) for an outcome, locale, turn id,
     deadline or cancel signal outside what is documented here.
     """
     outcome = checked_value(TurnOutcome, outcome, "outcome")
@@ -257,8 +262,11 @@ def deliver_turn(
     seconds = _check_deadline(deadline)
     stop = _cancel_signal(cancel)
     sender_id = sender if isinstance(sender, str) else sender.id
+    digest = turn_digest(turn) if turn_id is not None else None
     try:  # TRN-9: what an earlier delivery of this turn id did, read once
-        journal = TurnJournal.read(ports.journal, sender_id, turn_id)
+        journal = TurnJournal.read(ports.journal, sender_id, turn_id, digest)
+    except TurnIdReused:  # a caller error: the same turn id for other input
+        raise
     except Exception as exc:
         warn("journal.block_entries", exc)
         return _unsafe(sender_id, turn_id, locale, exc)

@@ -347,7 +347,8 @@ class DeliveryJournal(Protocol):
     applies each block's effect at most once: one row per (sender, turn id, position),
     opaque JSON text the delivery loop writes and reads back (`markertools.deliver.codec`).
     Positions: 0.. the blocks in execution order, -1 the queued report, -2 the finished
-    delivery's report. Three methods are all a store needs."""
+    delivery's report, -3 the digest of the turn's input (a turn id delivered again with
+    other input is refused). Three methods are all a store needs."""
 
     def block_entries(self, sender: str, turn_id: str) -> Mapping[int, str]:
         """Position -> stored row of everything already recorded for this turn."""
