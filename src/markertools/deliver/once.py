@@ -11,9 +11,10 @@
 #
 # Must never: run a block whose journalled entry was read; queue the report of a turn
 # with an unrecorded block; replay or resume a turn id for input whose digest differs
-# from the journalled one (it raises TurnIdReused before anything runs or is written); raise for a journal write that fails (the block is rejected,
-# or the report left unqueued, with the reason: TRN-8); know a kind by its name (what a
-# kind needs is a column of its row in the kind table).
+# from the journalled one (it raises TurnIdReused before anything runs or is written);
+# raise for a journal write that fails (the block is rejected, or the report left
+# unqueued, with the reason: TRN-8); know a kind by its name (what a kind needs is a
+# column of its row in the kind table).
 #
 # Invariants:
 #   Rule 1: without a turn id nothing is read or written here: every block runs and the
