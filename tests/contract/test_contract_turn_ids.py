@@ -74,9 +74,8 @@ def test_a_turn_id_is_unique_per_sender_and_a_plan_has_a_digest_of_its_own(
     assert other.delivered and not other.replayed
     # the plan of the text is other input than the text: refused, not silently replayed
     with pytest.raises(TurnIdReused, match="plan:"):
-        deliver_turn(
-            parse_turn("All done."), sender="t-s", outcome="completed", ports=ports, turn_id="shared"
-        )
+        plan = parse_turn("All done.")
+        deliver_turn(plan, sender="t-s", outcome="completed", ports=ports, turn_id="shared")
     plan = parse_turn(TURN)
     assert turn_digest(plan) == turn_digest(parse_turn(TURN)) != turn_digest(TURN)
     assert turn_digest(plan).startswith("plan:") and len(turn_digest(plan)) == 5 + 64

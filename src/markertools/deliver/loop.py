@@ -252,9 +252,9 @@ def deliver_turn(
     all, which queues nothing (TRN-6). The queue is the only channel to the agent: send
     what `take_followups` (or a Claim) hands out, never `queued_followups` directly.
 
-    Raises `TurnIdReused` (a ValueError) when `turn_id` was delivered before with other
-    input (TRN-9); nothing ran, nothing was written. Raises ValueError (only) for an outcome, locale, turn id,
-    deadline or cancel signal outside what is documented here.
+    Raises ValueError (only) for an outcome, locale, turn id, deadline or cancel signal
+    outside what is documented here - and its subclass `TurnIdReused` when `turn_id` was
+    delivered before with other input (TRN-9): then nothing ran and nothing was written.
     """
     outcome = checked_value(TurnOutcome, outcome, "outcome")
     locale = checked_value(Locale, locale, "locale")
