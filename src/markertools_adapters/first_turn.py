@@ -9,7 +9,7 @@
 #           section; first_turn_prompt itself never raises for a failing port (a failing
 #           random source, needed for framing, leaves the prompt and goal unchanged).
 #   Rule 2 (INJ-1, INJ-5): no lookup at all for non-fresh starts and coordinator tasks;
-#           none either for a start that is not a StartKind (INJ-8: ValueError first).
+#           none either for a start that is not a StartKind (INJ-1: ValueError first).
 #   Rule 3 (INJ-1): nothing is written back: the caller keeps the returned texts in memory.
 #   Rule 4 (ATT-2): platform_requeue returns failures as RequeueResult(ok=False), never
 #           raises, so a resume loop is never broken by the ledger.
@@ -61,7 +61,7 @@ def gather_injection_inputs(
     """Fetch what `assemble_first_turn` needs for `task`, catching each lookup's failure.
     `memory` snippets are framed as data unless `memory_trusted` (see InjectionInputs).
     `start` is a StartKind (a `Claim`'s `start`) or its exact string; anything else raises
-    ValueError naming the allowed values before any lookup (INJ-8)."""
+    ValueError naming the allowed values before any lookup (INJ-1)."""
     start = start_kind_of(start)
     snippets = tuple(memory)
     if start not in FRESH_STARTS or task.is_coordinator:
@@ -116,7 +116,7 @@ def first_turn_prompt(
     `memory` snippets (agent memories, usually written by a model) are framed as data
     (INJ-7); pass `memory_trusted=True` only when you vouch for every snippet - they
     are then pasted verbatim. Never raises for a failing port (Rule 1); an unknown
-    `start` is a caller error (ValueError naming the allowed values, INJ-8)."""
+    `start` is a caller error (ValueError naming the allowed values, INJ-1)."""
     inputs = gather_injection_inputs(
         task,
         start,

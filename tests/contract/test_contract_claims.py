@@ -1,7 +1,7 @@
 """Issue 27 items 1 and 4 on every store (memory, the toy kit store, SQLite, PostgreSQL):
 the follow-up contract (the queue is the only channel to the agent: a zero-block turn
 queues nothing, nothing is handed out twice) and `claim_task`, whose Claim says what
-kind of start it is (INJ-8) and hands over the follow-ups it took in the same
+kind of start it is (INJ-1) and hands over the follow-ups it took in the same
 transaction. Everything goes through the calls a worker written from
 docs/worker-loop.md makes: deliver_turn, transition_task, take_followups, claim_task,
 requeue_platform."""
@@ -92,7 +92,7 @@ def test_a_turn_whose_blocks_were_all_skipped_queues_its_report(make_store: Make
     assert text == report.message and "todo-create" in text  # the agent learns why
 
 
-@pytest.mark.rule("TRN-6", "INJ-8")
+@pytest.mark.rule("TRN-6", "INJ-1")
 def test_deliver_take_claim_again_hands_nothing_stale(make_store: MakeStore) -> None:
     """A worker that keeps one session (examples/codex_worker.py): each report reaches the
     agent through take_followups; after a task-retry the claim hands nothing old."""
@@ -110,7 +110,7 @@ def test_deliver_take_claim_again_hands_nothing_stale(make_store: MakeStore) -> 
     assert store.take_followups("t1") == ()
 
 
-@pytest.mark.rule("TRN-6", "INJ-8")
+@pytest.mark.rule("TRN-6", "INJ-1")
 def test_a_continuation_claim_hands_the_report_once(make_store: MakeStore) -> None:
     store = make_store(_world(_task("t1", "running")))
     report = deliver_turn(TODO, sender="t1", outcome="completed", ports=_ports(store))
@@ -135,10 +135,10 @@ def test_a_continuation_claim_hands_the_report_once(make_store: MakeStore) -> No
     assert out.sections == () and out.prompt == claim.task.prompt
 
 
-# ---- claim_task (INJ-8) -------------------------------------------------------------------
+# ---- claim_task (INJ-1) -------------------------------------------------------------------
 
 
-@pytest.mark.rule("INJ-8")
+@pytest.mark.rule("INJ-1")
 def test_a_first_claim_is_fresh_and_an_empty_queue_claims_nothing(make_store: MakeStore) -> None:
     store = make_store(_world(_task("b", created=2.0), _task("a", created=1.0)))
     first = store.claim_task("p1", "host-1")
@@ -149,7 +149,7 @@ def test_a_first_claim_is_fresh_and_an_empty_queue_claims_nothing(make_store: Ma
     assert store.claim_next_task("p1", "host-1") is None  # the old call still works
 
 
-@pytest.mark.rule("INJ-8", "ATT-2", "ATT-4")
+@pytest.mark.rule("INJ-1", "ATT-2", "ATT-4")
 def test_a_platform_requeue_claims_as_resume_and_gets_the_preamble(make_store: MakeStore) -> None:
     store = make_store(
         _world(
@@ -176,7 +176,7 @@ def test_a_platform_requeue_claims_as_resume_and_gets_the_preamble(make_store: M
     assert (goal.task.id, goal.start) == ("g1", StartKind.CHECKPOINT)
 
 
-@pytest.mark.rule("INJ-8")
+@pytest.mark.rule("INJ-1")
 def test_concurrent_claims_hand_each_task_and_each_followup_out_once(
     make_store: MakeStore,
 ) -> None:

@@ -12,7 +12,7 @@ from support.paths import REPO
 EXAMPLE = REPO / "examples" / "worker_memory.py"
 
 
-@pytest.mark.rule("GOA-2", "WAI-4", "CRE-2", "INJ-8", "TRN-6")
+@pytest.mark.rule("GOA-2", "WAI-4", "CRE-2", "INJ-1", "TRN-6")
 def test_worker_memory_example_spawns_waits_and_converts_to_a_goal():
     namespace = runpy.run_path(str(EXAMPLE))
     first, second, queued, starts = namespace["main"]()

@@ -1,4 +1,4 @@
-"""Issue 27 item 4: the start kind is decided from the data (INJ-8, `start_kind`), and a
+"""Issue 27 item 4: the start kind is decided from the data (INJ-1, `start_kind`), and a
 start is a `StartKind` - a typo is refused with the allowed values, never a silently
 dropped injection (in `InjectionInputs` / `assemble_first_turn`, in the worker-side
 `first_turn_prompt`, and in `markertools prompt --start`)."""
@@ -37,15 +37,15 @@ def restart(task: Task, attempt_no: int = 1, kind: str = "platform_fresh") -> At
     return Attempt(task.id, attempt_no, kind, "host restart", -1, "did half", None, NOW)
 
 
-# ---- the rule (INJ-8) --------------------------------------------------------------------
+# ---- the rule (INJ-1) --------------------------------------------------------------------
 
 
-@pytest.mark.rule("INJ-8")
+@pytest.mark.rule("INJ-1")
 def test_a_first_claim_is_fresh() -> None:
     assert start_kind(TASK, None, ()) is StartKind.FRESH
 
 
-@pytest.mark.rule("INJ-8", "ATT-2")
+@pytest.mark.rule("INJ-1", "ATT-2")
 def test_queued_followups_make_a_continuation_whatever_else_the_data_says() -> None:
     retried_and_restarted = Task("t1", "p1", auto_resume_count=1, retried_after_attempt=0)
     report = ("markertools report: 1 block(s) from your last turn",)
@@ -54,7 +54,7 @@ def test_queued_followups_make_a_continuation_whatever_else_the_data_says() -> N
     assert claim == Claim(TASK, StartKind.CONTINUATION, report)
 
 
-@pytest.mark.rule("INJ-8", "ATT-2", "ATT-4")
+@pytest.mark.rule("INJ-1", "ATT-2", "ATT-4")
 def test_a_platform_requeue_is_a_resume_and_a_goal_tasks_is_a_checkpoint() -> None:
     restarted = Task("t1", "p1", auto_resume_count=1)
     assert start_kind(restarted, restart(restarted), ()) is StartKind.RESUME
@@ -62,7 +62,7 @@ def test_a_platform_requeue_is_a_resume_and_a_goal_tasks_is_a_checkpoint() -> No
     assert start_kind(goal, restart(goal, kind="goal_breakpoint"), ()) is StartKind.CHECKPOINT
 
 
-@pytest.mark.rule("INJ-8", "ATT-4")
+@pytest.mark.rule("INJ-1", "ATT-4")
 def test_a_task_retry_is_a_retry_and_older_ledger_rows_do_not_make_it_a_resume() -> None:
     # restarted once by the platform (attempt 1), then retried by hand at count 1
     retried = Task("t1", "p1", auto_resume_count=1, retried_after_attempt=1)
@@ -73,7 +73,7 @@ def test_a_task_retry_is_a_retry_and_older_ledger_rows_do_not_make_it_a_resume()
     assert start_kind(again, restart(again, 2), ()) is StartKind.RESUME
 
 
-@pytest.mark.rule("INJ-8", "ATT-3")
+@pytest.mark.rule("INJ-1", "ATT-3")
 def test_a_malformed_ledger_row_counts_as_none() -> None:
     broken = Attempt("t1", 1, "no-such-kind")
     assert start_kind(TASK, broken, ()) is StartKind.FRESH
@@ -82,7 +82,7 @@ def test_a_malformed_ledger_row_counts_as_none() -> None:
 # ---- what each start injects -------------------------------------------------------------
 
 
-@pytest.mark.rule("INJ-1", "INJ-8", "ATT-4")
+@pytest.mark.rule("INJ-1", "ATT-4")
 def test_resume_injects_with_the_preamble_and_continuation_injects_nothing() -> None:
     restarted = Task("t1", "p1", prompt="Build it.", auto_resume_count=1)
     project = Project("p1", "shop")
@@ -112,7 +112,7 @@ def test_resume_injects_with_the_preamble_and_continuation_injects_nothing() -> 
 # ---- a typo'd start ----------------------------------------------------------------------
 
 
-@pytest.mark.rule("INJ-8", "INJ-1")
+@pytest.mark.rule("INJ-1")
 @pytest.mark.parametrize("typo", ["frsh", "Fresh", "", "continue"])
 def test_a_typod_start_is_refused_naming_the_allowed_values(typo: str) -> None:
     with pytest.raises(ValueError) as raised:
@@ -137,7 +137,7 @@ class _Counting(MemoryStore):
         return super().get_project(project_id)
 
 
-@pytest.mark.rule("INJ-8")
+@pytest.mark.rule("INJ-1")
 def test_the_worker_side_prompt_refuses_a_typo_before_any_lookup() -> None:
     store = _Counting()
     store.put_project(Project("p1", "shop"))
@@ -152,7 +152,7 @@ def test_the_worker_side_prompt_refuses_a_typo_before_any_lookup() -> None:
     assert fine.sections == ("project",) and store.calls == 1
 
 
-@pytest.mark.rule("INJ-8")
+@pytest.mark.rule("INJ-1")
 def test_the_prompt_command_refuses_a_typod_start_in_one_line(tmp_path: Any) -> None:
     world = tmp_path / "world.json"
     world.write_text(dumps_world(World(now=NOW, projects=(Project("p1", "shop"),), tasks=(TASK,))))

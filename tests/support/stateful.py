@@ -249,7 +249,7 @@ class AdapterAgreement(RuleBasedStateMachine):
         self.both("claim_next_task", project, host)
 
     @rule(project=PROJECT_IDS, host=TEXT)
-    def claim_with_start(self, project: str, host: str) -> None:  # INJ-8: the Claim, start included
+    def claim_with_start(self, project: str, host: str) -> None:  # INJ-1: the Claim, start included
         self.both("claim_task", project, host)
 
     @rule(tid=TASK_IDS)

@@ -80,7 +80,7 @@ class AutomationBind(StrEnum):
 
 
 class StartKind(StrEnum):
-    """INJ-1, INJ-8: what kind of start a claim is, which decides what the agent is told
+    """INJ-1, INJ-1: what kind of start a claim is, which decides what the agent is told
     before the task's prompt. Equal to its string; `start_kind_of` refuses anything else.
 
     FRESH: the first claim, from the original prompt (injection). RETRY: the claim after a
@@ -112,7 +112,7 @@ TURN_OUTCOMES: Final[tuple[str, ...]] = tuple(o.value for o in TurnOutcome)
 
 
 def start_kind_of(value: object) -> StartKind:
-    """INJ-8: `value` (a StartKind or its exact string) as a StartKind; anything else -
+    """INJ-1: `value` (a StartKind or its exact string) as a StartKind; anything else -
     a typo such as "frsh" - raises ValueError naming the allowed values, so it can never
     silently drop (or add) an injection."""
     return StartKind(checked_value(StartKind, value, "start"))

@@ -93,7 +93,7 @@ FileAnswer = FileListing | FileText | FileRefused
 
 @attrs.frozen
 class Claim:
-    """What `TaskClaimer.claim_task` hands a worker (INJ-8): the claimed task (now
+    """What `TaskClaimer.claim_task` hands a worker (INJ-1): the claimed task (now
     `running` on the host), what kind of start this is (`start_kind`, decided from the
     data in the claim's transaction) and the follow-ups that were queued for it - taken,
     i.e. marked consumed, in the same transaction. A CONTINUATION claim's follow-ups are
@@ -375,7 +375,7 @@ class TaskClaimer(Protocol):
         ...
 
     def claim_task(self, project_id: str, host: str) -> Claim | None:
-        """INJ-8: claim like `claim_next_task` and, in the same transaction, take the
+        """INJ-1: claim like `claim_next_task` and, in the same transaction, take the
         task's queued follow-ups (consumed, in queue order) and read its latest attempt;
         the Claim's `start` is `markertools.start_kind(task, latest_attempt, followups)`.
         None when no task is queued."""

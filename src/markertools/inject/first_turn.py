@@ -4,7 +4,7 @@
 # (see markertools_adapters.first_turn) and keeps the result in memory only.
 #
 # Invariants:
-#   Rule 1 (INJ-1, INJ-8): only fresh starts ("fresh", "retry", "resume") get anything;
+#   Rule 1 (INJ-1, INJ-1): only fresh starts ("fresh", "retry", "resume") get anything;
 #           continuation, checkpoint and manual starts get the prompt unchanged. The start
 #           is a `StartKind`: any other value raises ValueError naming the allowed ones
 #           (when `InjectionInputs` is built), so a typo never silently drops an injection.
@@ -199,7 +199,7 @@ def assemble_first_turn(
     inputs: InjectionInputs, random: RandomSource, locale: str = "en"
 ) -> FirstTurnPrompt:
     """INJ-1..5 (+INJ-7): the first-turn prompt (and goal) for `inputs.task`. The start
-    was checked when `inputs` was built (INJ-8: an unknown one raised ValueError)."""
+    was checked when `inputs` was built (INJ-1: an unknown one raised ValueError)."""
     task = inputs.task
     unchanged_goal = task.goal
     if inputs.start not in FRESH_STARTS:

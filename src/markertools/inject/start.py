@@ -1,4 +1,4 @@
-# Owns: deciding what kind of start a claim is (docs/rules.md INJ-8) from the data a store
+# Owns: deciding what kind of start a claim is (docs/rules.md INJ-1) from the data a store
 # reads in the claim's transaction - the claimed task, its latest ledger row, the
 # follow-ups queued for it - as `start_kind`, and the `Claim` a store returns (`claim_of`).
 # Pure: the stores (markertools_adapters) gather the inputs and call it.
@@ -26,7 +26,7 @@ from markertools.inject.attempts import checked_attempt, preamble_applies
 def start_kind(
     task: Task, latest_attempt: Attempt | None, queued_followups: Sequence[str]
 ) -> StartKind:
-    """INJ-8: the kind of start of a claim of `task` (Rules 1-4), given its latest ledger
+    """INJ-1: the kind of start of a claim of `task` (Rules 1-4), given its latest ledger
     row (`AttemptLedger.latest_attempt`) and the follow-ups queued for it at the claim."""
     if queued_followups:
         return StartKind.CONTINUATION
@@ -41,7 +41,7 @@ def start_kind(
 
 
 def claim_of(task: Task, latest_attempt: Attempt | None, followups: Sequence[str]) -> Claim:
-    """The Claim a store returns for `task`, claimed with `followups` taken (INJ-8)."""
+    """The Claim a store returns for `task`, claimed with `followups` taken (INJ-1)."""
     texts = tuple(followups)
     return Claim(task, start_kind(task, latest_attempt, texts), texts)
 

@@ -14,7 +14,7 @@
 #   Rule 2: take_followups is one write transaction: the unconsumed rows (locked) in seq
 #           order, then each marked consumed; a concurrent taker waits for the lock and
 #           then sees them consumed (READ COMMITTED re-checks the WHERE).
-#   Rule 4 (INJ-8): claim_task is Rules 1 and 2 and the latest attempt's read in ONE write
+#   Rule 4 (INJ-1): claim_task is Rules 1 and 2 and the latest attempt's read in ONE write
 #           transaction; the start comes from the pure `claim_of`. A failed claim takes
 #           nothing (the transaction rolls back).
 #   Rule 3 (SCH-5, AUT-3): every automation change rewrites `next_run_at` from the pure

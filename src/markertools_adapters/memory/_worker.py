@@ -6,7 +6,7 @@
 #   Rule 1: claim_next_task picks the oldest queued task of the project (created_at, then
 #           id) and sets it running under the state lock: each task is claimed once.
 #   Rule 2: take_followups returns and marks consumed under the state lock, in queue order.
-#   Rule 5 (INJ-8): claim_task is claim_next_task + take_followups + latest_attempt under
+#   Rule 5 (INJ-1): claim_task is claim_next_task + take_followups + latest_attempt under
 #           one hold of the state lock; the start comes from the pure `claim_of`.
 #   Rule 3 (AUT-3): an automation becomes active only when no other active automation of
 #           its project has its name (AutomationNameTaken, nothing changed).

@@ -168,7 +168,7 @@ def test_worker_delivers_each_completed_turn_and_sends_the_report_back(tmp_path:
     assert [m.get("method") for m in log[:3]] == ["initialize", "initialized", "thread/start"]
 
 
-@pytest.mark.rule("TRN-3", "TRN-6", "INJ-8")
+@pytest.mark.rule("TRN-3", "TRN-6", "INJ-1")
 def test_worker_stops_at_max_turns_and_the_unsent_report_waits_for_the_next_claim(
     tmp_path: Path,
 ) -> None:
