@@ -7,6 +7,7 @@ from pathlib import Path
 
 from markertools import deliver_turn, parse_turn
 from markertools_adapters.clock import SystemClock, SystemRandom
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import create_store_from_world
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import loads_world
@@ -35,7 +36,8 @@ print(f"{len(plan.commands)} block(s) to run, {len(plan.issues)} issue(s)")
 # markertools_adapters.sqlite.open_store("markertools.db").
 world_file = Path(__file__).parent / "worlds" / "shop.json"
 store = create_store_from_world(loads_world(world_file.read_text(encoding="utf-8")))
-ports = store_ports(store, clock=SystemClock(), random=SystemRandom())
+# executor: what a task-cancel block stops (required; NoopExecutor signals nothing and says so)
+ports = store_ports(store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor())
 report = deliver_turn(
     TURN,
     sender="t-lead",  # a task that exists in the world: the one whose turn this is

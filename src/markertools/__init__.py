@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
     )
     from markertools.deliver.handlers.read import is_priced
     from markertools.deliver.loop import DEFAULT_DELIVERY_DEADLINE, deliver_turn
+    from markertools.deliver.once import TurnIdReused, turn_digest
     from markertools.deliver.paths import (
         check_relative_path,
         display_name,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         PermissionGrant,
         Project,
         Quota,
+        StartKind,
         Task,
         TaskStatus,
         Todo,
@@ -80,6 +82,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         finished_status,
         is_goal_task,
         refuse_bad_status,
+        start_kind_of,
     )
     from markertools.domain.money import (
         MAX_MICROS,
@@ -96,6 +99,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         AutomationNameTaken,
         AutomationStore,
         ChangeWaiter,
+        Claim,
         Clock,
         CostLookup,
         DeliveryJournal,
@@ -140,6 +144,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         assemble_first_turn,
     )
     from markertools.inject.framing import frame_data
+    from markertools.inject.start import claim_of, start_kind
     from markertools.parse.guide import UnknownKindError, render_guide
     from markertools.parse.plan import BlockIssue, Command, TurnPlan
     from markertools.parse.schema import body_schema, body_schemas
@@ -158,6 +163,11 @@ _EXPORTS: dict[str, str] = {
     "BlockOutcome": "markertools.deliver.report",
     "AutomationBind": "markertools.domain.model",
     "TaskStatus": "markertools.domain.model",
+    "StartKind": "markertools.domain.model",
+    "start_kind_of": "markertools.domain.model",
+    "Claim": "markertools.domain.ports",
+    "claim_of": "markertools.inject.start",
+    "start_kind": "markertools.inject.start",
     "TurnOutcome": "markertools.domain.model",
     "Locale": "markertools.text.msg",
     "Allowed": "markertools.domain.decision",
@@ -233,6 +243,8 @@ _EXPORTS: dict[str, str] = {
     "body_schema": "markertools.parse.schema",
     "body_schemas": "markertools.parse.schema",
     "deliver_turn": "markertools.deliver.loop",
+    "TurnIdReused": "markertools.deliver.once",
+    "turn_digest": "markertools.deliver.once",
     "frame_data": "markertools.inject.framing",
     "msg": "markertools.text.msg",
     "parse_turn": "markertools.parse.turn",
@@ -310,6 +322,7 @@ __all__ = [
     "BlockIssue",
     "BlockOutcome",
     "ChangeWaiter",
+    "Claim",
     "Clock",
     "Command",
     "CostLookup",
@@ -348,6 +361,7 @@ __all__ = [
     "RecordWriter",
     "ReportEntry",
     "RequeueResult",
+    "StartKind",
     "Task",
     "TaskChange",
     "TaskClaimer",
@@ -361,6 +375,7 @@ __all__ = [
     "TodoStore",
     "TurnCost",
     "TurnFinisher",
+    "TurnIdReused",
     "TurnOutcome",
     "TurnPlan",
     "UnknownKindError",
@@ -373,6 +388,7 @@ __all__ = [
     "check_relative_path",
     "checked_attempt",
     "checked_finish",
+    "claim_of",
     "delete_automation",
     "deliver_turn",
     "display_name",
@@ -397,10 +413,13 @@ __all__ = [
     "requeued_task",
     "resume_automation",
     "shanghai_iso",
+    "start_kind",
+    "start_kind_of",
     "summarize_error",
     "task_id_component_problem",
     "timeline_decision",
     "to_micros",
+    "turn_digest",
     "update_automation",
 ]
 

@@ -8,7 +8,8 @@
 #   Rule 1 (INJ-3/4): a lookup that raises becomes `LookupFailed` and drops only its own
 #           section; first_turn_prompt itself never raises for a failing port (a failing
 #           random source, needed for framing, leaves the prompt and goal unchanged).
-#   Rule 2 (INJ-1, INJ-5): no lookup at all for non-fresh starts and coordinator tasks.
+#   Rule 2 (INJ-1, INJ-5): no lookup at all for non-fresh starts and coordinator tasks;
+#           none either for a start that is not a StartKind (INJ-1: ValueError first).
 #   Rule 3 (INJ-1): nothing is written back: the caller keeps the returned texts in memory.
 #   Rule 4 (ATT-2): platform_requeue returns failures as RequeueResult(ok=False), never
 #           raises, so a resume loop is never broken by the ledger.
@@ -33,6 +34,7 @@ from markertools import (
     ProjectLookup,
     RandomSource,
     RequeueResult,
+    StartKind,
     Task,
     TaskStore,
     TodoListing,
@@ -40,6 +42,7 @@ from markertools import (
     assemble_first_turn,
     is_goal_task,
     msg,
+    start_kind_of,
     summarize_error,
     timeline_decision,
 )
@@ -47,7 +50,7 @@ from markertools import (
 
 def gather_injection_inputs(
     task: Task,
-    start: str,
+    start: StartKind | str,
     *,
     projects: ProjectLookup,
     todos: TodoStore,
@@ -56,7 +59,10 @@ def gather_injection_inputs(
     memory_trusted: bool = False,
 ) -> InjectionInputs:
     """Fetch what `assemble_first_turn` needs for `task`, catching each lookup's failure.
-    `memory` snippets are framed as data unless `memory_trusted` (see InjectionInputs)."""
+    `memory` snippets are framed as data unless `memory_trusted` (see InjectionInputs).
+    `start` is a StartKind (a `Claim`'s `start`) or its exact string; anything else raises
+    ValueError naming the allowed values before any lookup (INJ-1)."""
+    start = start_kind_of(start)
     snippets = tuple(memory)
     if start not in FRESH_STARTS or task.is_coordinator:
         return InjectionInputs(
@@ -77,7 +83,7 @@ def gather_injection_inputs(
         except Exception as exc:
             listing = LookupFailed(summarize_error(exc))
     attempt: Attempt | None = None
-    if not goal_task and start == "fresh":
+    if not goal_task and start in (StartKind.FRESH, StartKind.RESUME):
         try:
             attempt = attempts.latest_attempt(task.id)
         except Exception:  # ATT-3 promises no raise; a broken adapter still must not
@@ -95,7 +101,7 @@ def gather_injection_inputs(
 
 def first_turn_prompt(
     task: Task,
-    start: str,
+    start: StartKind | str,
     *,
     projects: ProjectLookup,
     todos: TodoStore,
@@ -109,7 +115,8 @@ def first_turn_prompt(
 
     `memory` snippets (agent memories, usually written by a model) are framed as data
     (INJ-7); pass `memory_trusted=True` only when you vouch for every snippet - they
-    are then pasted verbatim. Never raises for a failing port (Rule 1)."""
+    are then pasted verbatim. Never raises for a failing port (Rule 1); an unknown
+    `start` is a caller error (ValueError naming the allowed values, INJ-1)."""
     inputs = gather_injection_inputs(
         task,
         start,

@@ -1,7 +1,7 @@
 # Owns: `StoreKit`, the adapter kit for a codebase that brings its own storage: implement
 # THREE primitives - `kit_lock()` (an exclusive, cross-process lock), `kit_load()` (the
 # stored state, None when empty) and `kit_save(state)` - and the kit is a
-# complete `WorkerStore`: every storage port, the worker-loop ports (claim_next_task,
+# complete `WorkerStore`: every storage port, the worker-loop ports (claim_task, claim_next_task,
 # take_followups), automation management, the record writers and WorldStore, with
 # exactly the reference semantics of the in-memory store (it runs the memory store's
 # code on the loaded state; the shared contract suite runs against a toy kit store),

@@ -9,10 +9,13 @@
 #   Rule 1: `StoragePorts` is exactly the intersection of the storage port Protocols of
 #           markertools.domain.ports, so mypy checks that a store passed here implements every
 #           one of them (tests/adapters/wiring/test_wiring_types.py keeps the list complete).
+#   Rule 2 (CTL-2): the executor is never chosen for the caller: `store_ports` has no
+#           default for it and refuses None, so a task-cancel never reports "done" while
+#           nothing was signalled unless the worker named NoopExecutor itself.
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import TYPE_CHECKING, Final, Protocol, Self
 
 from markertools import (
     AttemptLedger,
@@ -163,25 +166,38 @@ if TYPE_CHECKING:  # Rule 1: mypy --strict proves the bundled stores are Storage
         return store
 
 
+NO_EXECUTOR: Final[str] = (
+    "store_ports needs executor=: the TaskExecutor that stops a cancelled task's processes"
+    " (CTL-2) - e.g. make_executor('local') or DockerExecutor() from"
+    " markertools_adapters.executors; pass NoopExecutor() to choose, knowingly, that a"
+    " task-cancel changes the status and signals nothing"
+)
+
+
 def store_ports(
     store: StoragePorts,
     *,
     clock: Clock,
     random: RandomSource,
-    executor: TaskExecutor | None = None,
+    executor: TaskExecutor,
     files: TaskFiles | None = None,
     waiter: ChangeWaiter | None = None,
     journal: DeliveryJournal | bool | None = True,
 ) -> Ports:
     """Ports with `store` filling every storage port (tasks, todos, automations, projects,
-    costs, attempts, audit, follow-ups, permissions). `executor` defaults to the
-    NoopExecutor (kill requests are reported and audited, nothing is signalled).
-    `journal`: True (the default) uses `store` as the delivery journal when it has one
-    (every bundled store does, TRN-9); False or None: none; or a journal object."""
-    if executor is None:
-        from markertools_adapters.executors import NoopExecutor
+    costs, attempts, audit, follow-ups, permissions).
 
-        executor = NoopExecutor()
+    `executor` is required (Rule 2): what a task-cancel block's kill reaches (CTL-2).
+    There is no default, so a worker never reports a cancel as done while nothing was
+    stopped without having chosen that: `NoopExecutor()` is that choice, named.
+    `journal`: True (the default) uses `store` as the delivery journal when it has one
+    (every bundled store does, TRN-9); False or None: none; or a journal object.
+
+    Raises:
+        TypeError: `executor` is None (or missing: Python's own TypeError).
+    """
+    if executor is None:
+        raise TypeError(NO_EXECUTOR)
     return Ports(
         tasks=store,
         todos=store,

@@ -248,6 +248,10 @@ class AdapterAgreement(RuleBasedStateMachine):
     def claim_next(self, project: str, host: str) -> None:
         self.both("claim_next_task", project, host)
 
+    @rule(project=PROJECT_IDS, host=TEXT)
+    def claim_with_start(self, project: str, host: str) -> None:  # INJ-1: the Claim, start included
+        self.both("claim_task", project, host)
+
     @rule(tid=TASK_IDS)
     def take_followups(self, tid: str) -> None:
         self.both("take_followups", tid)

@@ -106,6 +106,26 @@ class AutomationBind(StrEnum):
     HEARTBEAT = "heartbeat"
 
 
+class StartKind(StrEnum):
+    """INJ-1, INJ-1: what kind of start a claim is, which decides what the agent is told
+    before the task's prompt. Equal to its string; `start_kind_of` refuses anything else.
+
+    FRESH: the first claim, from the original prompt (injection). RETRY: the claim after a
+    task-retry or another manual retry (injection, never a resume preamble). RESUME: the
+    claim after a platform requeue (ATT-2) from the original prompt (injection and the
+    resume preamble). CONTINUATION: the task's queued follow-ups are its next input (no
+    injection). CHECKPOINT: a goal task resumed from its checkpoint (no injection).
+    MANUAL: a person resumed the session by hand (no injection; never decided by a claim).
+    """
+
+    FRESH = "fresh"
+    RETRY = "retry"
+    RESUME = "resume"
+    CONTINUATION = "continuation"
+    CHECKPOINT = "checkpoint"
+    MANUAL = "manual"
+
+
 def checked_value(enum: type[StrEnum], value: object, what: str) -> str:
     """TRN-10: `value` as the enum's exact string, or ValueError naming the allowed
     values (an enum member or its exact string is accepted; nothing is coerced)."""
@@ -116,6 +136,13 @@ def checked_value(enum: type[StrEnum], value: object, what: str) -> str:
 
 
 TURN_OUTCOMES: Final[tuple[str, ...]] = tuple(o.value for o in TurnOutcome)
+
+
+def start_kind_of(value: object) -> StartKind:
+    """INJ-1: `value` (a StartKind or its exact string) as a StartKind; anything else -
+    a typo such as "frsh" - raises ValueError naming the allowed values, so it can never
+    silently drop (or add) an injection."""
+    return StartKind(checked_value(StartKind, value, "start"))
 
 
 @attrs.frozen

@@ -29,6 +29,7 @@ from markertools.domain.model import (
     LineageLink,
     Project,
     Quota,
+    StartKind,
     Task,
     Todo,
     TurnCost,
@@ -92,6 +93,20 @@ class FileRefused:
 
 
 FileAnswer = FileListing | FileText | FileRefused
+
+
+@attrs.frozen
+class Claim:
+    """What `TaskClaimer.claim_task` hands a worker (INJ-1): the claimed task (now
+    `running` on the host), what kind of start this is (`start_kind`, decided from the
+    data in the claim's transaction) and the follow-ups that were queued for it - taken,
+    i.e. marked consumed, in the same transaction. A CONTINUATION claim's follow-ups are
+    the agent's next input; send them, not a report's texts (the queue is the only
+    channel, TRN-6)."""
+
+    task: Task
+    start: StartKind
+    followups: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -336,7 +351,8 @@ class DeliveryJournal(Protocol):
     applies each block's effect at most once: one row per (sender, turn id, position),
     opaque JSON text the delivery loop writes and reads back (`markertools.deliver.codec`).
     Positions: 0.. the blocks in execution order, -1 the queued report, -2 the finished
-    delivery's report. Three methods are all a store needs."""
+    delivery's report, -3 the digest of the turn's input (a turn id delivered again with
+    other input is refused). Three methods are all a store needs."""
 
     def block_entries(self, sender: str, turn_id: str) -> Mapping[int, str]:
         """Position -> stored row of everything already recorded for this turn."""
@@ -358,7 +374,15 @@ class TaskClaimer(Protocol):
 
     def claim_next_task(self, project_id: str, host: str) -> Task | None:
         """Compare-and-set the oldest queued task of `project_id` to running on `host`
-        and return it; None when none is queued. Two hosts never claim one task."""
+        and return it; None when none is queued. Two hosts never claim one task.
+        (Kept for compatibility: `claim_task` also says what kind of start it is.)"""
+        ...
+
+    def claim_task(self, project_id: str, host: str) -> Claim | None:
+        """INJ-1: claim like `claim_next_task` and, in the same transaction, take the
+        task's queued follow-ups (consumed, in queue order) and read its latest attempt;
+        the Claim's `start` is `markertools.start_kind(task, latest_attempt, followups)`.
+        None when no task is queued."""
         ...
 
 

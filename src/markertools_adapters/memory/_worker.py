@@ -6,6 +6,8 @@
 #   Rule 1: claim_next_task picks the oldest queued task of the project (created_at, then
 #           id) and sets it running under the state lock: each task is claimed once.
 #   Rule 2: take_followups returns and marks consumed under the state lock, in queue order.
+#   Rule 5 (INJ-1): claim_task is claim_next_task + take_followups + latest_attempt under
+#           one hold of the state lock; the start comes from the pure `claim_of`.
 #   Rule 3 (AUT-3): an automation becomes active only when no other active automation of
 #           its project has its name (AutomationNameTaken, nothing changed).
 #   Rule 4: list_automations never lists a deleted automation.
@@ -18,13 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from decimal import Decimal
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from markertools import (
+    Attempt,
     Automation,
     AutomationNameTaken,
+    Claim,
     CostRow,
     FinishedTurn,
     Project,
@@ -34,6 +38,7 @@ from markertools import (
     TurnOutcome,
     add_micros,
     checked_finish,
+    claim_of,
     from_micros,
     is_priced,
     to_micros,
@@ -57,6 +62,10 @@ def check_automation_changes(changes: Mapping[str, object]) -> None:
 class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
     _state: MemoryState
 
+    if TYPE_CHECKING:  # AttemptMixin's, next in the MemoryStore's bases
+
+        def latest_attempt(self, task_id: str) -> Attempt | None: ...
+
     # ---- TaskClaimer -------------------------------------------------------------------
 
     def claim_next_task(self, project_id: str, host: str) -> Task | None:
@@ -72,6 +81,14 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
             claimed = attrs.evolve(oldest, status="running", host=host)
             self._state.tasks[oldest.id] = claimed
             return claimed
+
+    def claim_task(self, project_id: str, host: str) -> Claim | None:
+        with self._state.lock:  # Rule 5: one hold of the lock, as one transaction
+            task = self.claim_next_task(project_id, host)
+            if task is None:
+                return None
+            followups = self.take_followups(task.id)
+            return claim_of(task, self.latest_attempt(task.id), followups)
 
     # ---- FollowupTaker -----------------------------------------------------------------
 

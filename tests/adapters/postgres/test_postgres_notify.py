@@ -22,6 +22,7 @@ from markertools.domain.model import Task
 from markertools.parse.params import TaskPollParams, WaitThreadsParams
 from markertools.parse.plan import Command, TurnPlan
 from markertools_adapters.clock import SystemClock, SystemRandom
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.postgres import PgChangeWaiter
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -147,7 +148,9 @@ def test_delivery_wait_threads_wakes_on_the_notification(store: Any, dsn: str) -
     store.insert_task(Task(id="t1", project_id="p", status="running", created_by="u"))
     store.grant_permissions("u", "p", ["read"])
     waiter = store.change_waiter()
-    ports = store_ports(store, clock=SystemClock(), random=SystemRandom(), waiter=waiter)
+    ports = store_ports(
+        store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor(), waiter=waiter
+    )
     params = WaitThreadsParams(task_ids=("t1",), interval_seconds=60, timeout_seconds=120)
     plan = TurnPlan(commands=(Command("wait-threads", 1, params),))
     reports: list[Any] = []
@@ -173,7 +176,9 @@ def test_delivery_task_poll_wakes_on_the_notification(store: Any, dsn: str) -> N
     store.insert_task(Task(id="t1", project_id="p", status="running", created_by="u"))
     store.grant_permissions("u", "p", ["read"])
     waiter = store.change_waiter()
-    ports = store_ports(store, clock=SystemClock(), random=SystemRandom(), waiter=waiter)
+    ports = store_ports(
+        store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor(), waiter=waiter
+    )
     params = TaskPollParams(task_id="t1", interval_seconds=60, timeout_seconds=120)
     plan = TurnPlan(commands=(Command("task-poll", 1, params),))
     reports: list[Any] = []
