@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from markertools import (
     FRESH_STARTS,
@@ -30,6 +31,7 @@ from markertools import (
     LookupFailed,
     PermissionAnswer,
     PermissionLookup,
+    Ports,
     Project,
     ProjectLookup,
     RandomSource,
@@ -102,21 +104,29 @@ def gather_injection_inputs(
 def first_turn_prompt(
     task: Task,
     start: StartKind | str,
+    ports: Ports | None = None,
     *,
-    projects: ProjectLookup,
-    todos: TodoStore,
-    attempts: AttemptLedger,
-    random: RandomSource,
+    projects: ProjectLookup | None = None,
+    todos: TodoStore | None = None,
+    attempts: AttemptLedger | None = None,
+    random: RandomSource | None = None,
     memory: Sequence[str] = (),
     locale: str = "en",
     memory_trusted: bool = False,
 ) -> FirstTurnPrompt:
     """The prompt (and goal) to run `task` with on this claim (INJ-1..5, ATT-4).
 
-    `memory` snippets (agent memories, usually written by a model) are framed as data
-    (INJ-7); pass `memory_trusted=True` only when you vouch for every snippet - they
-    are then pasted verbatim. Never raises for a failing port (Rule 1); an unknown
-    `start` is a caller error (ValueError naming the allowed values, INJ-1)."""
+    The lookups come from `ports` (a connected store's `store.ports`), or each from its
+    own keyword (`projects`, `todos`, `attempts`, `random`), which wins over `ports`;
+    one missing from both is a TypeError naming it. `memory` snippets (agent memories,
+    usually written by a model) are framed as data (INJ-7); pass `memory_trusted=True`
+    only when you vouch for every snippet - they are then pasted verbatim. Never raises
+    for a failing port (Rule 1); an unknown `start` is a caller error (ValueError naming
+    the allowed values, INJ-1)."""
+    projects = projects if projects is not None else _from(ports, "projects")
+    todos = todos if todos is not None else _from(ports, "todos")
+    attempts = attempts if attempts is not None else _from(ports, "attempts")
+    random = random if random is not None else _from(ports, "random")
     inputs = gather_injection_inputs(
         task,
         start,
@@ -131,6 +141,12 @@ def first_turn_prompt(
     except Exception as exc:  # Rule 1: e.g. the random source (framing nonces) failed
         note = msg("inject.note_assembly_failed", error=summarize_error(exc))
         return FirstTurnPrompt(task.prompt, task.goal, (), (note,))
+
+
+def _from(ports: Ports | None, name: str) -> Any:
+    if ports is None:
+        raise TypeError(f"first_turn_prompt needs ports= or {name}=")
+    return getattr(ports, name)
 
 
 def platform_requeue(
