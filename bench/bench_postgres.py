@@ -12,7 +12,7 @@
 The server: MARKERTOOLS_PG_DSN, or (when unset) a throwaway cluster started with
 scripts/pg_test_server.py for the run. Every run uses fresh schemas and drops them.
 
-Usage: python bench/bench_postgres.py [--quick] [--only processes,wakeup]
+Usage: .venv/bin/python bench/bench_postgres.py [--quick] [--only processes,wakeup]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
               status = ? + rowcount; counts duplicated transitions and "database is
               locked" errors.
 
-Usage: python bench/bench_sqlite.py [--quick] [--only scale,statements,processes,txmodes]
+Usage: .venv/bin/python bench/bench_sqlite.py [--quick] [--only scale,statements,processes,txmodes]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
    reads per round must stay at one, whatever the number of targets (WAI-4).
 3. Wall time of the big turn relative to an empty turn (baseline measured in the same run).
 
-Run:  python bench/bench_store_calls.py     (prints; not a test)
+Run:  .venv/bin/python bench/bench_store_calls.py     (prints; not a test)
 """
 
 from __future__ import annotations

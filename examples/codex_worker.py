@@ -21,7 +21,7 @@ Server -> client requests (command / file-change approvals) are declined; other 
 requests get a JSON-RPC "method not found" error. Run it against a database made with
 `markertools world load WORLD.json --db world.db`:
 
-    python examples/codex_worker.py --db world.db --sender t1 \\
+    .venv/bin/python examples/codex_worker.py --db world.db --sender t1 \\
         --prompt "Split the refactor into parts" -- codex app-server
 """
 

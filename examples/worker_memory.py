@@ -22,7 +22,7 @@ insert_automation). The loop then, until nothing is left to do:
 A "lead" task asks for two helpers, waits for them, then converts itself into a goal; a
 nightly automation adds a task of its own. Time is virtual, so the wait finishes at once.
 
-Run it:  python examples/worker_memory.py
+Run it:  .venv/bin/python examples/worker_memory.py
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Final, Literal
 
 from markertools import ChangeWaiter, Clock, RandomSource, TaskExecutor, TaskFiles
+from markertools_adapters._carries import CarriesPorts, attach_ports
 from markertools_adapters.stores import missing_extra, redact
-from markertools_adapters.wiring import CarriesPorts, Store, attach_ports, store_ports
+from markertools_adapters.wiring import Store, store_ports
 
 ExecutorName = Literal["noop", "local", "docker"]
 URL_FORMS: Final[str] = (

@@ -2,8 +2,8 @@
 # the `Ports` delivery takes (`store_ports`), and the types of such stores: `StoragePorts`
 # (every storage port at once), `WorkerStore` (plus the worker loop's methods and the
 # unit of work at the end of a turn, END-1) and `Store` (what markertools_adapters.connect
-# returns: a WorkerStore that carries its `Ports` and closes as a context manager), with
-# `CarriesPorts`, the mixin through which every bundled store carries them.
+# returns: a WorkerStore that carries its `Ports` and closes as a context manager; the
+# bundled stores carry them through `markertools_adapters._carries.CarriesPorts`).
 #
 # Invariants: builds values only; never opens files, databases or processes itself.
 #   Rule 1: `StoragePorts` is exactly the intersection of the storage port Protocols of
@@ -100,26 +100,6 @@ class Store(WorkerStore, Protocol):
     ) -> None: ...
 
 
-class CarriesPorts:
-    """Mixin of every bundled store: the `Ports` it was connected with (`connect` sets
-    them through `attach_ports`). A store made any other way has none: `store.ports` is
-    an AttributeError saying how to get them."""
-
-    _ports: Ports | None = None
-
-    @property
-    def ports(self) -> Ports:
-        if self._ports is None:
-            raise AttributeError(
-                "this store carries no ports: open it with markertools_adapters.connect(...), "
-                "or build them with markertools_adapters.wiring.store_ports(store, ...)"
-            )
-        return self._ports
-
-
-def attach_ports(store: CarriesPorts, ports: Ports) -> None:
-    """Give a bundled store the `Ports` it carries from now on (`connect` does this)."""
-    store._ports = ports
 
 
 def storage_port_methods() -> frozenset[str]:

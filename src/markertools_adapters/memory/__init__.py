@@ -8,6 +8,7 @@ area's port methods live in a mixin operating on one `MemoryState` under its loc
 from __future__ import annotations
 
 from markertools import is_priced
+from markertools_adapters._carries import CarriesPorts
 from markertools_adapters.memory._attempts import AttemptMixin
 from markertools_adapters.memory._automations import AutomationMixin
 from markertools_adapters.memory._core import CoreMixin
@@ -15,7 +16,6 @@ from markertools_adapters.memory._journal import JournalMixin
 from markertools_adapters.memory._state import MemoryState
 from markertools_adapters.memory._todos import TodoMixin
 from markertools_adapters.memory._worker import WorkerMixin
-from markertools_adapters.wiring import CarriesPorts
 from markertools_adapters.world import World
 
 __all__ = ["MemoryState", "MemoryStore", "is_priced"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 
+from markertools_adapters._carries import CarriesPorts
 from markertools_adapters._sql import (
     AutomationMixin,
     FinishMixin,
@@ -57,7 +58,6 @@ from markertools_adapters.postgres._schema import (
 )
 from markertools_adapters.postgres._tasks import TaskMixin
 from markertools_adapters.postgres._todos import TodoMixin
-from markertools_adapters.wiring import CarriesPorts
 
 
 class PostgresStore(

@@ -23,6 +23,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from markertools_adapters._carries import CarriesPorts
 from markertools_adapters._sql import (
     AutomationMixin,
     FinishMixin,
@@ -37,7 +38,6 @@ from markertools_adapters.sqlite._conn import DEFAULT_BUSY_TIMEOUT, Connection
 from markertools_adapters.sqlite._schema import LATEST_VERSION, migrate, read_version
 from markertools_adapters.sqlite._tasks import TaskMixin
 from markertools_adapters.sqlite._todos import TodoMixin
-from markertools_adapters.wiring import CarriesPorts
 
 
 class SqliteStore(
