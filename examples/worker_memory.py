@@ -13,11 +13,12 @@ insert_automation). The loop then, until nothing is left to do:
    other start sends the first-turn prompt (`first_turn_prompt`, which injects the
    project context on fresh starts only),
 4. runs the agent (faked here), delivers the turn's marker blocks (`deliver_turn`, with
-   a turn id unique for the task: exactly once), records the turn's cost
-   (`record_cost`, `charge_quota`),
-5. completes the task - and queues it again when delivery queued a report (a turn with
-   marker blocks), so that report becomes its next turn's input. A turn without any
-   block queues nothing: the task stays completed.
+   a turn id unique for the task: exactly once),
+5. finishes the turn (`finish_turn`, one transaction, once per turn id): completes the
+   task - or queues it again when delivery queued a report (a turn with marker blocks),
+   so that report becomes its next turn's input - records the turn's cost as the task's
+   next round and charges its creator's quota. A turn without any block queues nothing:
+   the task stays completed.
 
 A "lead" task asks for two helpers, waits for them, then converts itself into a goal; a
 nightly automation adds a task of its own. Time is virtual, so the wait finishes at once.
@@ -29,13 +30,12 @@ from __future__ import annotations
 
 from markertools import (
     Automation,
-    CostRow,
     Ports,
     Project,
     Quota,
     StartKind,
     Task,
-    TaskChange,
+    TurnCost,
     deliver_turn,
     fire_due_automations,
 )
@@ -102,28 +102,22 @@ class Worker:
         if claim.start is StartKind.CONTINUATION:  # 3.
             turn_input = "\n".join(claim.followups)
         else:
-            first = first_turn_prompt(
-                task,
-                claim.start,
-                projects=store,
-                todos=store,
-                attempts=store,
-                random=self.ports.random,
-            )
+            first = first_turn_prompt(task, claim.start, self.ports)
             turn_input = first.prompt
         answer = fake_agent(task, turn_input)  # 4.
         report = deliver_turn(
             answer, sender=task.id, outcome="completed", ports=self.ports, turn_id=f"turn-{turn}"
         )
-        store.record_cost(CostRow(task.id, turn, 0.01, 1200))
-        if task.created_by is not None:
-            store.charge_quota(task.created_by, 0.01)
         if report.queued_followups:
             self.reports.setdefault(task.id, []).append(report.message or "")
-        done = TaskChange(status="completed", result_text=answer)
-        store.transition_task(task.id, "running", done)
-        if report.queued_followups:  # 5. its report was queued: it is the next turn's input
-            store.transition_task(task.id, "completed", TaskChange(status="queued"))
+        store.finish_turn(  # 5. status, cost row (round numbered by the store), quota: once
+            task.id,
+            f"turn-{turn}",
+            outcome="completed",
+            result_text=answer,
+            cost=TurnCost("0.01", 1200),
+            requeue=bool(report.queued_followups),  # its report is the next turn's input
+        )
         return True
 
     def run(self, max_steps: int = 50) -> None:
