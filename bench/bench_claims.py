@@ -6,7 +6,7 @@ task was claimed twice.
 The server: MARKERTOOLS_PG_DSN, or (when unset) a throwaway cluster started with
 scripts/pg_test_server.py for the run. Every run uses fresh schemas and drops them.
 
-Usage: python bench/bench_claims.py [--quick] [--tasks N] [--backends postgres,sqlite]
+Usage: .venv/bin/python bench/bench_claims.py [--quick] [--tasks N] [--backends postgres,sqlite]
 """
 
 from __future__ import annotations

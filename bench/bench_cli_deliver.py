@@ -53,10 +53,11 @@ from markertools import deliver_turn
 from markertools_adapters.clock import SystemRandom, VirtualClock
 from markertools_adapters.sqlite import open_store
 from markertools_adapters.wiring import store_ports
+from markertools_adapters.executors import NoopExecutor
 text = open(sys.argv[2], encoding="utf-8").read()
 store = open_store(sys.argv[1])
 now = store.world_now() or time.time()
-ports = store_ports(store, clock=VirtualClock(now), random=SystemRandom())
+ports = store_ports(store, clock=VirtualClock(now), random=SystemRandom(), executor=NoopExecutor())
 report = deliver_turn(text, sender=sys.argv[3], outcome="completed", ports=ports)
 store.close()
 assert report.delivered

@@ -20,6 +20,7 @@ from pathlib import Path
 from markertools import deliver_turn
 from markertools.domain.model import PermissionGrant, Project, Task
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import create_store_from_world
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -49,7 +50,9 @@ def main(argv: list[str]) -> int:
     n = args.rounds
     with tempfile.TemporaryDirectory() as tmp:
         store = create_store_from_world(world(3 * n), Path(tmp) / "bench.db")
-        ports = store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(1))
+        ports = store_ports(
+            store, clock=VirtualClock(NOW), random=SeededRandom(1), executor=NoopExecutor()
+        )
         plain, journalled, replay = [], [], []
         for i in range(n):  # interleaved, so drift hits all three alike
             t0 = time.perf_counter()

@@ -12,7 +12,7 @@
 The server: MARKERTOOLS_PG_DSN, or (when unset) a throwaway cluster started with
 scripts/pg_test_server.py for the run. Every run uses fresh schemas and drops them.
 
-Usage: python bench/bench_postgres.py [--quick] [--only processes,wakeup]
+Usage: .venv/bin/python bench/bench_postgres.py [--quick] [--only processes,wakeup]
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from markertools.domain.model import Task
 from markertools.parse.params import WaitThreadsParams
 from markertools.parse.plan import Command, TurnPlan
 from markertools_adapters.clock import SeededRandom, SystemClock, SystemRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
@@ -111,7 +112,12 @@ def _process_worker(
     backend: str, where: str, senders: list[str], start_at: float
 ) -> tuple[int, float]:
     store = open_backend(backend, where)
-    ports = store_ports(store, clock=VirtualClock(NOW + 100), random=SeededRandom(senders[0]))
+    ports = store_ports(
+        store,
+        clock=VirtualClock(NOW + 100),
+        random=SeededRandom(senders[0]),
+        executor=NoopExecutor(),
+    )
     while time.time() < start_at:
         time.sleep(0.001)
     t0 = time.perf_counter()
@@ -174,7 +180,9 @@ def _one_wait(store: Any, waiter: Any, interval: int, rng: random.Random, n: int
     sender, target = f"s{n}", f"w{n}"
     store.insert_task(Task(id=sender, project_id=PROJECT, status="running", created_by=USER))
     store.insert_task(Task(id=target, project_id=PROJECT, status="running", created_by=USER))
-    ports = store_ports(store, clock=SystemClock(), random=SystemRandom(), waiter=waiter)
+    ports = store_ports(
+        store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor(), waiter=waiter
+    )
     params = WaitThreadsParams(task_ids=(target,), interval_seconds=interval, timeout_seconds=120)
     plan = TurnPlan(commands=(Command("wait-threads", 1, params),))
     finished_at: list[float] = []

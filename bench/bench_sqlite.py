@@ -12,7 +12,7 @@
               status = ? + rowcount; counts duplicated transitions and "database is
               locked" errors.
 
-Usage: python bench/bench_sqlite.py [--quick] [--only scale,statements,processes,txmodes]
+Usage: .venv/bin/python bench/bench_sqlite.py [--quick] [--only scale,statements,processes,txmodes]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from _common import bench_world, fixture_tasks, typical_plan
 
 from markertools import deliver_turn
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import create_store_from_world, open_store
 from markertools_adapters.wiring import store_ports
 
@@ -48,7 +49,10 @@ def deliver_turns(
     store = open_store(path)
     clock = VirtualClock(1_800_000_100.0)
     ports = store_ports(
-        store, clock=clock, random=SeededRandom(f"{path}|{senders[0] if senders else 0}")
+        store,
+        clock=clock,
+        random=SeededRandom(f"{path}|{senders[0] if senders else 0}"),
+        executor=NoopExecutor(),
     )
     times: list[float] = []
     counts: list[int] = []
@@ -118,7 +122,12 @@ def bench_statements_per_kind(tmp: Path) -> None:
     from markertools_adapters.sqlite import SqliteStore
 
     def count(store: SqliteStore, text: str, sender: str) -> int:
-        ports = store_ports(store, clock=VirtualClock(1_800_000_100.0), random=SeededRandom(text))
+        ports = store_ports(
+            store,
+            clock=VirtualClock(1_800_000_100.0),
+            random=SeededRandom(text),
+            executor=NoopExecutor(),
+        )
         statements: list[str] = []
         with store.traced(statements.append):
             deliver_turn(text, sender=sender, outcome="completed", ports=ports)

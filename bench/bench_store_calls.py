@@ -6,7 +6,7 @@
    reads per round must stay at one, whatever the number of targets (WAI-4).
 3. Wall time of the big turn relative to an empty turn (baseline measured in the same run).
 
-Run:  python bench/bench_store_calls.py     (prints; not a test)
+Run:  .venv/bin/python bench/bench_store_calls.py     (prints; not a test)
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from _common import turn_plan
 from markertools import Command, PermissionGrant, Task, TurnPlan, deliver_turn
 from markertools.parse.params import WaitThreadsParams
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -75,7 +76,7 @@ def world(children: int) -> World:
 def deliver(plan: TurnPlan, w: World) -> tuple[Counter[str], float, int]:
     counting = Counting(MemoryStore.from_world(w))
     clock = VirtualClock(w.now)
-    ports = store_ports(counting, clock=clock, random=SeededRandom(1))
+    ports = store_ports(counting, clock=clock, random=SeededRandom(1), executor=NoopExecutor())
     start = time.perf_counter()
     report = deliver_turn(plan, sender="t1", outcome="completed", ports=ports)
     elapsed = time.perf_counter() - start

@@ -22,6 +22,7 @@ from markertools.domain.model import PermissionGrant, Task
 from markertools.parse.jsonstrict import MAX_BODY_CHARS, MAX_DEPTH
 from markertools.parse.kinds import KINDS
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -112,7 +113,9 @@ def _ports() -> object:
         tasks=(Task("s", "p", created_by="u", status="running"),),
     )
     store = MemoryStore.from_world(world)
-    return store_ports(store, clock=VirtualClock(world.now), random=SeededRandom(1))
+    return store_ports(
+        store, clock=VirtualClock(world.now), random=SeededRandom(1), executor=NoopExecutor()
+    )
 
 
 def main() -> None:

@@ -6,17 +6,22 @@ What it shows (no glue code between Codex and markertools beyond this file):
    JSON-RPC over stdio: `initialize` + `initialized`, `thread/start`, then `turn/start`;
 2. feed every line the server writes to `AppServerTurnReader`, which yields one
    `CodexTurn` per `turn/completed` (the agent text of the turn + how it ended);
-3. `deliver_turn(turn.text, outcome=turn.delivery_outcome, ...)` with the SQLite adapter
-   (only a completed turn executes anything, TRN-3);
-4. send the report (and any "/goal ..." follow-up) back as the next `turn/start` input;
-5. stop after `max_turns`, when a turn is not delivered, when a turn had no marker
-   block (the agent asked for nothing more), on a timeout, or when the server exits.
+3. `deliver_turn(turn.text, outcome=turn.delivery_outcome, turn_id=turn.turn_id, ...)`
+   with the SQLite adapter (only a completed turn executes anything, TRN-3; Codex's own
+   turn id makes a redelivery after a crash apply each block once, TRN-9);
+4. send what the task's follow-up queue hands out (`take_followups`: the report, then
+   any "/goal ..." follow-up) as the next `turn/start` input - the queue is the only
+   channel, never `report.queued_followups` directly, so a later claim of the task
+   (after a task-retry, say) is never handed a report the agent already saw;
+5. stop after `max_turns` (the last report stays queued: the task's next claim hands it
+   over), when a turn is not delivered, when a turn had no marker block (the agent asked
+   for nothing more; nothing was queued), on a timeout, or when the server exits.
 
 Server -> client requests (command / file-change approvals) are declined; other server
 requests get a JSON-RPC "method not found" error. Run it against a database made with
 `markertools world load WORLD.json --db world.db`:
 
-    python examples/codex_worker.py --db world.db --sender t1 \\
+    .venv/bin/python examples/codex_worker.py --db world.db --sender t1 \\
         --prompt "Split the refactor into parts" -- codex app-server
 """
 
@@ -36,9 +41,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from markertools import DeliveryReport, Ports, deliver_turn
+from markertools import DeliveryReport, FollowupTaker, Ports, deliver_turn
 from markertools_adapters.clock import SystemClock, SystemRandom
 from markertools_adapters.codex import AppServerTurnReader, CodexTurn
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.wiring import store_ports
 
 CLIENT_INFO = {
@@ -61,7 +67,8 @@ def open_store(db: str) -> Any:
 
 
 def make_ports(store: Any) -> Ports:
-    return store_ports(store, clock=SystemClock(), random=SystemRandom())
+    # executor: what a task-cancel block stops; this example runs no task processes
+    return store_ports(store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor())
 
 
 class AppServerExited(Exception):
@@ -205,6 +212,7 @@ def run_worker(
     argv: Sequence[str],
     *,
     ports: Ports,
+    followups: FollowupTaker,
     sender: str,
     prompt: str,
     max_turns: int = 10,
@@ -213,7 +221,8 @@ def run_worker(
     locale: str = "en",
     thread_params: dict[str, Any] | None = None,
 ) -> WorkerResult:
-    """Drive one app-server thread as task `sender` for at most `max_turns` turns."""
+    """Drive one app-server thread as task `sender` for at most `max_turns` turns; each
+    next input is what `followups.take_followups(sender)` hands out (the store)."""
     result = WorkerResult()
     client = AppServerClient(argv)
     try:
@@ -221,8 +230,15 @@ def run_worker(
         client.notify("initialized")
         started = client.request("thread/start", thread_params or {}, request_timeout)
         thread_id = str(started["thread"]["id"])
-        inputs = [prompt]
-        for _ in range(max_turns):
+        for number in range(max_turns):
+            if number == 0:
+                inputs = [prompt]
+            else:  # taken only when it is sent: what is not sent stays queued for later
+                # the queue is the only channel: the report, then any "/goal ..." (GOA-2)
+                inputs = list(followups.take_followups(sender))
+                if not inputs:
+                    result.stopped = "nothing_queued"  # e.g. the report could not be queued
+                    break
             result.inputs.append(inputs)
             response = client.request(
                 "turn/start",
@@ -240,6 +256,7 @@ def run_worker(
                 outcome=turn.delivery_outcome,
                 ports=ports,
                 locale=locale,
+                turn_id=turn.turn_id,  # Codex's id: unique, so unique per sender task
             )
             result.reports.append(report)
             if not report.delivered:
@@ -247,10 +264,6 @@ def run_worker(
                 break
             if not report.entries:
                 result.stopped = "no_blocks"  # the agent asked for nothing: its work is done
-                break
-            inputs = list(report.followups)  # the report, then any "/goal ..." (GOA-2)
-            if not inputs:
-                result.stopped = "nothing_queued"
                 break
         else:
             result.stopped = "max_turns"
@@ -301,6 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run_worker(
         command,
         ports=make_ports(store),
+        followups=store,
         sender=args.sender,
         prompt=args.prompt,
         max_turns=args.max_turns,

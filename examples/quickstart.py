@@ -5,10 +5,8 @@ Run it from the repository root:  .venv/bin/python examples/quickstart.py
 
 from pathlib import Path
 
+import markertools_adapters
 from markertools import deliver_turn, parse_turn
-from markertools_adapters.clock import SystemClock, SystemRandom
-from markertools_adapters.sqlite import create_store_from_world
-from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import loads_world
 
 # The turn task t-lead of the example world just finished (any text with marker blocks).
@@ -31,20 +29,20 @@ plan = parse_turn(TURN)  # pure: TurnPlan(commands, issues), never raises
 print(f"{len(plan.commands)} block(s) to run, {len(plan.issues)} issue(s)")
 
 # examples/worlds/shop.json is what `markertools demo --print-world` prints. It goes into a
-# fresh in-memory SQLite database here; a worker opens its own file with
-# markertools_adapters.sqlite.open_store("markertools.db").
+# fresh in-memory SQLite database here; a worker connects to its own database the same way:
+# "sqlite:///markertools.db", "postgresql://...". executor: what a task-cancel block stops
+# (required; "noop" signals nothing, and the report says so).
 world_file = Path(__file__).parent / "worlds" / "shop.json"
-store = create_store_from_world(loads_world(world_file.read_text(encoding="utf-8")))
-ports = store_ports(store, clock=SystemClock(), random=SystemRandom())
-report = deliver_turn(
-    TURN,
-    sender="t-lead",  # a task that exists in the world: the one whose turn this is
-    outcome="completed",  # only a completed turn is delivered
-    ports=ports,
-    locale="en",
-    deadline=30.0,  # seconds all polls and waits of the turn may take together (default 600)
-)
-store.close()
+with markertools_adapters.connect("sqlite:///:memory:", executor="noop") as store:
+    store.load_world(loads_world(world_file.read_text(encoding="utf-8")))
+    report = deliver_turn(
+        TURN,
+        sender="t-lead",  # a task that exists in the world: the one whose turn this is
+        outcome="completed",  # only a completed turn is delivered
+        ports=store.ports,  # the ports the store carries (clock, random source, executor)
+        locale="en",
+        deadline=30.0,  # seconds all polls and waits of the turn may take together (default 600)
+    )
 
 print("delivered:", report.delivered)
 if report.not_delivered is not None:  # why nothing ran, e.g. unknown-sender

@@ -5,33 +5,43 @@ Set-up uses the incremental writers (put_project, set_permissions, put_quota, in
 insert_automation). The loop then, until nothing is left to do:
 
 1. fires the due automations (`fire_due_automations`: one new task per due slot),
-2. claims the oldest queued task (`claim_next_task`, compare-and-set queued -> running),
-3. takes its queued follow-ups (`take_followups`: the reports of its last turn),
-4. runs the agent (faked here), delivers the turn's marker blocks (`deliver_turn`),
-   records the turn's cost (`record_cost`, `charge_quota`),
-5. completes the task - and queues it again when its turn had marker blocks, so their
-   report (queued by delivery as a follow-up) becomes its next turn's input.
+2. claims the oldest queued task (`claim_task`: compare-and-set queued -> running, and in
+   the same transaction the follow-ups queued for it - the reports of its last turn -
+   and what kind of start this is: fresh, continuation, retry, resume, checkpoint),
+3. builds the turn's input from the claim: a continuation sends exactly the claim's
+   follow-ups (the queue is the only channel: nothing reaches the agent twice); any
+   other start sends the first-turn prompt (`first_turn_prompt`, which injects the
+   project context on fresh starts only),
+4. runs the agent (faked here), delivers the turn's marker blocks (`deliver_turn`, with
+   a turn id unique for the task: exactly once),
+5. finishes the turn (`finish_turn`, one transaction, once per turn id): completes the
+   task - or queues it again when delivery queued a report (a turn with marker blocks),
+   so that report becomes its next turn's input - records the turn's cost as the task's
+   next round and charges its creator's quota. A turn without any block queues nothing:
+   the task stays completed.
 
 A "lead" task asks for two helpers, waits for them, then converts itself into a goal; a
 nightly automation adds a task of its own. Time is virtual, so the wait finishes at once.
 
-Run it:  python examples/worker_memory.py
+Run it:  .venv/bin/python examples/worker_memory.py
 """
 
 from __future__ import annotations
 
 from markertools import (
     Automation,
-    CostRow,
     Ports,
     Project,
     Quota,
+    StartKind,
     Task,
-    TaskChange,
+    TurnCost,
     deliver_turn,
     fire_due_automations,
 )
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
+from markertools_adapters.first_turn import first_turn_prompt
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
 
@@ -76,27 +86,38 @@ class Worker:
         self.store, self.ports = store, ports
         self.reports: dict[str, list[str]] = {}
         self.inputs: dict[str, list[tuple[str, ...]]] = {}
+        self.starts: dict[str, list[StartKind]] = {}
 
     def step(self) -> bool:
         """One pass of the loop; False when there was nothing to do."""
         store, now = self.store, self.ports.clock.now()
         fire_due_automations(self.ports, now)  # 1.
-        task = store.claim_next_task(PROJECT, HOST)  # 2.
-        if task is None:
+        claim = store.claim_task(PROJECT, HOST)  # 2.
+        if claim is None:
             return False
-        taken = store.take_followups(task.id)  # 3.
-        self.inputs.setdefault(task.id, []).append(taken)
-        answer = fake_agent(task, "\n".join(taken))  # 4.
-        report = deliver_turn(answer, sender=task.id, outcome="completed", ports=self.ports)
-        store.record_cost(CostRow(task.id, len(self.inputs[task.id]), 0.01, 1200))
-        if task.created_by is not None:
-            store.charge_quota(task.created_by, 0.01)
-        if report.message:
-            self.reports.setdefault(task.id, []).append(report.message)
-        done = TaskChange(status="completed", result_text=answer)
-        store.transition_task(task.id, "running", done)
-        if report.entries:  # 5. blocks ran: their report is the task's next input
-            store.transition_task(task.id, "completed", TaskChange(status="queued"))
+        task = claim.task
+        self.starts.setdefault(task.id, []).append(claim.start)
+        self.inputs.setdefault(task.id, []).append(claim.followups)
+        turn = len(self.inputs[task.id])
+        if claim.start is StartKind.CONTINUATION:  # 3.
+            turn_input = "\n".join(claim.followups)
+        else:
+            first = first_turn_prompt(task, claim.start, self.ports)
+            turn_input = first.prompt
+        answer = fake_agent(task, turn_input)  # 4.
+        report = deliver_turn(
+            answer, sender=task.id, outcome="completed", ports=self.ports, turn_id=f"turn-{turn}"
+        )
+        if report.queued_followups:
+            self.reports.setdefault(task.id, []).append(report.message or "")
+        store.finish_turn(  # 5. status, cost row (round numbered by the store), quota: once
+            task.id,
+            f"turn-{turn}",
+            outcome="completed",
+            result_text=answer,
+            cost=TurnCost("0.01", 1200),
+            requeue=bool(report.queued_followups),  # its report is the next turn's input
+        )
         return True
 
     def run(self, max_steps: int = 50) -> None:
@@ -135,14 +156,20 @@ def main() -> list[str]:
         )
     )
     clock = OtherSlotsClock(NOW)
-    ports = store_ports(store, clock=clock, random=SeededRandom(1))
+    ports = store_ports(store, clock=clock, random=SeededRandom(1), executor=NoopExecutor())
     worker = Worker(store, ports)
     clock.worker = worker
     worker.run()
 
     first, second = worker.reports["lead"][:2]
     last_input = worker.inputs["lead"][-1][-1]
-    return [first, second, "next input queued for lead: " + repr(last_input)]
+    starts = ", ".join(worker.starts["lead"])
+    return [
+        first,
+        second,
+        "next input queued for lead: " + repr(last_input),
+        "the lead's claims: " + starts,
+    ]
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ Exit 1, listing every problem, when:
   starting `- XXX-N`) is not in rules.md.
 Exit 2 when an input cannot be read. Otherwise exit 0.
 
-Usage: python scripts/rulecheck.py [--tests DIR] [--rules FILE] [--spec FILE]
+Usage: .venv/bin/python scripts/rulecheck.py [--tests DIR] [--rules FILE] [--spec FILE]
 Defaults are relative to the repository root: tests/ and docs/rules.md.
 Stdlib only.
 """

@@ -39,7 +39,9 @@ def run_python(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_readme_library_program_is_examples_quickstart_exactly() -> None:
     blocks = re.findall(
-        r"^````python\n(.*?)^````$", section(README.read_text(), "Using the library"), re.S | re.M
+        r"^````python \{run\}\n(.*?)^````$",
+        section(README.read_text(), "Using the library"),
+        re.S | re.M,
     )
     assert blocks == [QUICKSTART.read_text()]
 

@@ -26,7 +26,8 @@ so `except TimeoutError` or `except ValueError` still catches what it caught::
     │   ├── SchemaError                    _sql (re-exported by sqlite, postgres): the
     │   │   │                              database's schema cannot be used by this version
     │   │   └── SchemaTooNew               written by a newer markertools
-    │   └── StoreUnavailable               the database driver failed operationally
+    │   ├── StoreUnavailable               the database driver failed operationally
+    │   └── UnknownTask                    | LookupError: a write names a task the store lacks
     ├── PlanStoreError                     planstore: the orchestration run journal
     │   ├── RunExists
     │   ├── RunNotFound
@@ -70,13 +71,25 @@ class MarkertoolsError(Exception):
 
 
 class StoreError(MarkertoolsError):
-    """A task store (SQLite, PostgreSQL) cannot do what was asked."""
+    """A task store (SQLite, PostgreSQL) cannot do what was asked. Raised itself for a
+    driver error that is not operational (a constraint, a closed connection, ...), with
+    the driver's exception as `__cause__` (TRN-8)."""
 
 
 class StoreUnavailable(StoreError):
     """The database driver failed operationally (connection lost, database locked, disk
     I/O): the store's own form of `sqlite3.OperationalError` / `psycopg.OperationalError`,
-    with the driver's exception as `__cause__`. Retrying later may succeed."""
+    with the driver's exception as `__cause__` and its class and text as the message.
+    Retrying later may succeed. Every other driver error is a plain StoreError (TRN-8)."""
+
+
+class UnknownTask(StoreError, LookupError):
+    """A write names a task the store does not hold (`record_cost`, `finish_turn`):
+    refused, nothing written. `task_id` is the id asked for."""
+
+    def __init__(self, task_id: str, what: str) -> None:
+        self.task_id = task_id
+        super().__init__(f"{what}: no task {task_id!r} in this store (nothing was written)")
 
 
 class CodexError(MarkertoolsError):
@@ -100,4 +113,5 @@ __all__ = [
     "MarkertoolsError",
     "StoreError",
     "StoreUnavailable",
+    "UnknownTask",
 ]

@@ -1,5 +1,6 @@
 # Owns: the TaskExecutor adapters (docs/rules.md the ports, CTL-2) a worker wires into `Ports.executor`:
-#   NoopExecutor          signals nothing (the CLI default): signalled=False, says so
+#   NoopExecutor          signals nothing (the CLI default; a library caller names it, as
+#                         store_ports has no default): signalled=False, says so
 #   LocalProcessExecutor  process groups (see _procgroups.py)
 #   DockerExecutor        containers, through the docker CLI
 #   CloudExecutor         asks a caller-supplied callback to cancel the cloud run
@@ -61,9 +62,13 @@ class ExecutorUnavailable(RuntimeError, MarkertoolsError):
 
 class NoopExecutor:
     """Signals nothing; the kill request is only recorded by delivery (report + audit),
-    which says so: "not signalled (noop executor)"."""
+    whose entry tells the agent so (DETAIL). `store_ports` never picks it for a caller:
+    naming it is the worker's choice that a cancel stops nothing."""
 
-    DETAIL: Final[str] = "not signalled (noop executor)"
+    DETAIL: Final[str] = (
+        "no executor is configured (noop executor): the task's status changed,"
+        " no process was signalled"
+    )
 
     def kill(self, task: Task) -> KillResult:
         """Signal nothing: KillResult(signalled=False, detail=NoopExecutor.DETAIL)."""

@@ -8,13 +8,15 @@
 #   Rule 1 (INJ-3/4): a lookup that raises becomes `LookupFailed` and drops only its own
 #           section; first_turn_prompt itself never raises for a failing port (a failing
 #           random source, needed for framing, leaves the prompt and goal unchanged).
-#   Rule 2 (INJ-1, INJ-5): no lookup at all for non-fresh starts and coordinator tasks.
+#   Rule 2 (INJ-1, INJ-5): no lookup at all for non-fresh starts and coordinator tasks;
+#           none either for a start that is not a StartKind (INJ-1: ValueError first).
 #   Rule 3 (INJ-1): nothing is written back: the caller keeps the returned texts in memory.
 #   Rule 4 (ATT-2): platform_requeue returns failures as RequeueResult(ok=False), never
 #           raises, so a resume loop is never broken by the ledger.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from markertools import (
     FRESH_STARTS,
@@ -29,10 +31,12 @@ from markertools import (
     LookupFailed,
     PermissionAnswer,
     PermissionLookup,
+    Ports,
     Project,
     ProjectLookup,
     RandomSource,
     RequeueResult,
+    StartKind,
     Task,
     TaskStore,
     TodoListing,
@@ -40,6 +44,7 @@ from markertools import (
     assemble_first_turn,
     is_goal_task,
     msg,
+    start_kind_of,
     summarize_error,
     timeline_decision,
 )
@@ -47,7 +52,7 @@ from markertools import (
 
 def gather_injection_inputs(
     task: Task,
-    start: str,
+    start: StartKind | str,
     *,
     projects: ProjectLookup,
     todos: TodoStore,
@@ -56,7 +61,10 @@ def gather_injection_inputs(
     memory_trusted: bool = False,
 ) -> InjectionInputs:
     """Fetch what `assemble_first_turn` needs for `task`, catching each lookup's failure.
-    `memory` snippets are framed as data unless `memory_trusted` (see InjectionInputs)."""
+    `memory` snippets are framed as data unless `memory_trusted` (see InjectionInputs).
+    `start` is a StartKind (a `Claim`'s `start`) or its exact string; anything else raises
+    ValueError naming the allowed values before any lookup (INJ-1)."""
+    start = start_kind_of(start)
     snippets = tuple(memory)
     if start not in FRESH_STARTS or task.is_coordinator:
         return InjectionInputs(
@@ -77,7 +85,7 @@ def gather_injection_inputs(
         except Exception as exc:
             listing = LookupFailed(summarize_error(exc))
     attempt: Attempt | None = None
-    if not goal_task and start == "fresh":
+    if not goal_task and start in (StartKind.FRESH, StartKind.RESUME):
         try:
             attempt = attempts.latest_attempt(task.id)
         except Exception:  # ATT-3 promises no raise; a broken adapter still must not
@@ -95,21 +103,30 @@ def gather_injection_inputs(
 
 def first_turn_prompt(
     task: Task,
-    start: str,
+    start: StartKind | str,
+    ports: Ports | None = None,
     *,
-    projects: ProjectLookup,
-    todos: TodoStore,
-    attempts: AttemptLedger,
-    random: RandomSource,
+    projects: ProjectLookup | None = None,
+    todos: TodoStore | None = None,
+    attempts: AttemptLedger | None = None,
+    random: RandomSource | None = None,
     memory: Sequence[str] = (),
     locale: str = "en",
     memory_trusted: bool = False,
 ) -> FirstTurnPrompt:
     """The prompt (and goal) to run `task` with on this claim (INJ-1..5, ATT-4).
 
-    `memory` snippets (agent memories, usually written by a model) are framed as data
-    (INJ-7); pass `memory_trusted=True` only when you vouch for every snippet - they
-    are then pasted verbatim. Never raises for a failing port (Rule 1)."""
+    The lookups come from `ports` (a connected store's `store.ports`), or each from its
+    own keyword (`projects`, `todos`, `attempts`, `random`), which wins over `ports`;
+    one missing from both is a TypeError naming it. `memory` snippets (agent memories,
+    usually written by a model) are framed as data (INJ-7); pass `memory_trusted=True`
+    only when you vouch for every snippet - they are then pasted verbatim. Never raises
+    for a failing port (Rule 1); an unknown `start` is a caller error (ValueError naming
+    the allowed values, INJ-1)."""
+    projects = projects if projects is not None else _from(ports, "projects")
+    todos = todos if todos is not None else _from(ports, "todos")
+    attempts = attempts if attempts is not None else _from(ports, "attempts")
+    random = random if random is not None else _from(ports, "random")
     inputs = gather_injection_inputs(
         task,
         start,
@@ -124,6 +141,12 @@ def first_turn_prompt(
     except Exception as exc:  # Rule 1: e.g. the random source (framing nonces) failed
         note = msg("inject.note_assembly_failed", error=summarize_error(exc))
         return FirstTurnPrompt(task.prompt, task.goal, (), (note,))
+
+
+def _from(ports: Ports | None, name: str) -> Any:
+    if ports is None:
+        raise TypeError(f"first_turn_prompt needs ports= or {name}=")
+    return getattr(ports, name)
 
 
 def platform_requeue(

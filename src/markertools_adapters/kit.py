@@ -1,7 +1,7 @@
 # Owns: `StoreKit`, the adapter kit for a codebase that brings its own storage: implement
 # THREE primitives - `kit_lock()` (an exclusive, cross-process lock), `kit_load()` (the
 # stored state, None when empty) and `kit_save(state)` - and the kit is a
-# complete `WorkerStore`: every storage port, the worker-loop ports (claim_next_task,
+# complete `WorkerStore`: every storage port, the worker-loop ports (claim_task, claim_next_task,
 # take_followups), automation management, the record writers and WorldStore, with
 # exactly the reference semantics of the in-memory store (it runs the memory store's
 # code on the loaded state; the shared contract suite runs against a toy kit store),
@@ -38,7 +38,7 @@ from markertools_adapters.memory import MemoryState, MemoryStore
 F = TypeVar("F", bound=Callable[..., Any])
 
 KIT_PRIMITIVES: tuple[str, ...] = ("kit_lock", "kit_load", "kit_save")
-_NOT_WRAPPED = frozenset({"from_world", "atomic"})
+_NOT_WRAPPED = frozenset({"from_world", "atomic", "close"})
 
 
 def copy_state(state: MemoryState) -> MemoryState:

@@ -92,18 +92,20 @@ def open_db(url_or_path: str | Path, *, must_exist: bool = False) -> Any:
 
     path = Path(url_or_path)
     if must_exist:
-        if not path.is_file():
-            what = "a directory, not a database file" if path.is_dir() else "no such database file"
-            raise FileNotFoundError(f"{path}: {what}")
-        _require_markertools_sqlite(path)
+        require_markertools_sqlite(path)
     return open_sqlite(path)
 
 
-def _require_markertools_sqlite(path: Path) -> None:
-    """Rule 3: `must_exist` never turns a file into a database. SQLite treats an empty
-    file (or a database without tables) as a new database that opening would migrate;
-    such a file is refused WITHOUT writing to it (read-only look at its tables)."""
+def require_markertools_sqlite(path: Path) -> None:
+    """Rule 3: `must_exist` never turns a file into a database. A missing path or a
+    directory is FileNotFoundError; SQLite treats an empty file (or a database without
+    tables) as a new database that opening would migrate, so such a file is a ValueError,
+    refused WITHOUT writing to it (read-only look at its tables)."""
     import sqlite3
+
+    if not path.is_file():
+        what = "a directory, not a database file" if path.is_dir() else "no such database file"
+        raise FileNotFoundError(f"{path}: {what}")
 
     if path.stat().st_size == 0:
         raise ValueError("not a markertools database: the file is empty")

@@ -1,14 +1,21 @@
 # Owns: the one wiring point that bundles a store object and the non-storage adapters into
-# the `Ports` delivery takes (`store_ports`), and `StoragePorts`, the type of such a store:
-# every storage port at once (MemoryStore, SqliteStore, PostgresStore, or an embedder's).
+# the `Ports` delivery takes (`store_ports`), and the types of such stores: `StoragePorts`
+# (every storage port at once), `WorkerStore` (plus the worker loop's methods and the
+# unit of work at the end of a turn, TRN-9) and `Store` (what markertools_adapters.connect
+# returns: a WorkerStore that carries its `Ports` and closes as a context manager; the
+# bundled stores carry them through `markertools_adapters._carries.CarriesPorts`).
 #
 # Invariants: builds values only; never opens files, databases or processes itself.
 #   Rule 1: `StoragePorts` is exactly the intersection of the storage port Protocols of
 #           markertools.domain.ports, so mypy checks that a store passed here implements every
 #           one of them (tests/adapters/wiring/test_wiring_types.py keeps the list complete).
+#   Rule 2 (CTL-2): the executor is never chosen for the caller: `store_ports` has no
+#           default for it and refuses None, so a task-cancel never reports "done" while
+#           nothing was signalled unless the worker named NoopExecutor itself.
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Final, Protocol, Self
 
 from markertools import (
     AttemptLedger,
@@ -31,7 +38,11 @@ from markertools import (
     TaskFiles,
     TaskStore,
     TodoStore,
+    TurnFinisher,
 )
+
+if TYPE_CHECKING:
+    from markertools_adapters.world import World
 
 
 class StoragePorts(
@@ -50,12 +61,45 @@ class StoragePorts(
 
 
 class WorkerStore(
-    StoragePorts, TaskClaimer, FollowupTaker, AutomationAdmin, RecordWriter, Protocol
+    StoragePorts,
+    TaskClaimer,
+    FollowupTaker,
+    AutomationAdmin,
+    RecordWriter,
+    TurnFinisher,
+    Protocol,
 ):
     """A store a whole worker loop runs on (docs/worker-loop.md): every storage port plus
-    claiming tasks, taking follow-ups, managing automations and the record writers.
-    Every bundled store is one; `markertools_adapters.kit.StoreKit` makes one from four
-    primitives."""
+    claiming tasks, taking follow-ups, managing automations, the record writers and the
+    unit of work at the end of a turn (`finish_turn`, TRN-9). Every bundled store is one;
+    `markertools_adapters.kit.StoreKit` makes one from three primitives."""
+
+
+class Store(WorkerStore, Protocol):
+    """What `markertools_adapters.connect(...)` returns (docs/worker-loop.md): a WorkerStore
+    that carries the `Ports` delivery takes (`store.ports`: the store itself in every
+    storage field, the clock, random source, executor, files reader and change waiter it
+    was connected with), loads and exports worlds, and closes - `close()` or `with`."""
+
+    @property
+    def ports(self) -> Ports: ...
+
+    def load_world(self, world: World) -> None: ...
+
+    def export_world(self, now: float) -> World: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
 
 
 def storage_port_methods() -> frozenset[str]:
@@ -92,26 +136,48 @@ if TYPE_CHECKING:  # Rule 1: mypy --strict proves the bundled stores are Storage
     def _postgres_worker(store: PostgresStore) -> WorkerStore:
         return store
 
+    def _memory_connected(store: MemoryStore) -> Store:
+        return store
+
+    def _sqlite_connected(store: SqliteStore) -> Store:
+        return store
+
+    def _postgres_connected(store: PostgresStore) -> Store:
+        return store
+
+
+NO_EXECUTOR: Final[str] = (
+    "store_ports needs executor=: the TaskExecutor that stops a cancelled task's processes"
+    " (CTL-2) - e.g. make_executor('local') or DockerExecutor() from"
+    " markertools_adapters.executors; pass NoopExecutor() to choose, knowingly, that a"
+    " task-cancel changes the status and signals nothing"
+)
+
 
 def store_ports(
     store: StoragePorts,
     *,
     clock: Clock,
     random: RandomSource,
-    executor: TaskExecutor | None = None,
+    executor: TaskExecutor,
     files: TaskFiles | None = None,
     waiter: ChangeWaiter | None = None,
     journal: DeliveryJournal | bool | None = True,
 ) -> Ports:
     """Ports with `store` filling every storage port (tasks, todos, automations, projects,
-    costs, attempts, audit, follow-ups, permissions). `executor` defaults to the
-    NoopExecutor (kill requests are reported and audited, nothing is signalled).
-    `journal`: True (the default) uses `store` as the delivery journal when it has one
-    (every bundled store does, TRN-9); False or None: none; or a journal object."""
-    if executor is None:
-        from markertools_adapters.executors import NoopExecutor
+    costs, attempts, audit, follow-ups, permissions).
 
-        executor = NoopExecutor()
+    `executor` is required (Rule 2): what a task-cancel block's kill reaches (CTL-2).
+    There is no default, so a worker never reports a cancel as done while nothing was
+    stopped without having chosen that: `NoopExecutor()` is that choice, named.
+    `journal`: True (the default) uses `store` as the delivery journal when it has one
+    (every bundled store does, TRN-9); False or None: none; or a journal object.
+
+    Raises:
+        TypeError: `executor` is None (or missing: Python's own TypeError).
+    """
+    if executor is None:
+        raise TypeError(NO_EXECUTOR)
     return Ports(
         tasks=store,
         todos=store,

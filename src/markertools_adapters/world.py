@@ -19,6 +19,9 @@
 #           an integer of more than MAX_INT_DIGITS digits, nesting deeper than
 #           MAX_NESTING (or than Python's recursion limit) are refused, never raised
 #           as ValueError / RecursionError.
+#   Rule 7 (CST-2): money fields (costs[].usd, quotas[].total_usd / used_usd) stay JSON
+#           numbers in the file; they load as exact Decimals of whole micro-dollars (a
+#           negative amount is refused) and dump as integers when whole.
 #   Rule 6: `merge_worlds(base, extra)` adds `extra` to `base`: a record whose key
 #           exists with the same content is kept once, with different content it is a
 #           conflict (MergeConflict lists every one); nothing is changed on a conflict.
@@ -29,6 +32,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime
+from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -51,6 +55,8 @@ from markertools import (
     Quota,
     Task,
     Todo,
+    from_micros,
+    to_micros,
 )
 from markertools_adapters.errors import MarkertoolsError
 
@@ -166,6 +172,22 @@ def _strict_float(value: Any, _: type) -> float:
     return float(value)
 
 
+def _strict_money(value: Any, _: type) -> Decimal:
+    """CST-2: a JSON number, not negative, as exact money (whole micro-dollars)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Bad(f"expected a number of dollars, got {_json_type(value)}")
+    try:
+        return from_micros(to_micros(value, "amount"))
+    except ValueError as exc:
+        raise _Bad(str(exc).removeprefix("amount: ")) from None
+
+
+def _money_number(value: Decimal) -> int | float:
+    """CST-2: money as a JSON number (an integer when whole; 15 significant digits
+    round-trip through a float exactly)."""
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
 def _strict_str_tuple(value: Any, _: type) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise _Bad(f"expected a list of strings, got {_json_type(value)}")
@@ -200,6 +222,8 @@ def _converter() -> cattrs.Converter:
     conv.register_structure_hook(bool, _strict_bool)
     conv.register_structure_hook(int, _strict_int)
     conv.register_structure_hook(float, _strict_float)
+    conv.register_structure_hook(Decimal, _strict_money)
+    conv.register_unstructure_hook(Decimal, _money_number)
     conv.register_structure_hook_func(lambda t: t == tuple[str, ...], _strict_str_tuple)
     return conv
 
@@ -222,6 +246,13 @@ def _format(exc: BaseException, _type: type | None) -> str:
 def _errors_of(exc: BaseException, path: str) -> list[str]:
     import cattrs
 
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0] if not getattr(exc.exceptions[0], "__notes__", None) else exc
+    if isinstance(exc, ValueError):  # the record refused a value: "CostRow.tokens: ..."
+        record, dot, rest = str(exc).partition(".")
+        field, colon, message = rest.partition(": ")
+        if dot and colon and record.isidentifier() and field.isidentifier():
+            return [f"{path}.{field}: {message}"]
     out: list[str] = []
     for line in cattrs.transform_error(exc, path=path, format_exception=_format):
         message, _, where = line.rpartition(" @ ")
@@ -351,9 +382,6 @@ def _check_values(world: World) -> list[str]:
         errors += _one_of(f"audit[{i}].outcome", r.outcome, AUDIT_OUTCOMES)
     for i, att in enumerate(world.attempts):
         errors += _one_of(f"attempts[{i}].kind", att.kind, ATTEMPT_KINDS)
-    for i, c in enumerate(world.costs):
-        if c.tokens < 0:
-            errors.append(f"costs[{i}].tokens: must not be negative")
     errors += _duplicates("projects", [p.id for p in world.projects])
     errors += _duplicates("tasks", [t.id for t in world.tasks])
     errors += _duplicates("todos", [d.id for d in world.todos])

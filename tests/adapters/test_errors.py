@@ -165,11 +165,13 @@ def test_the_tree_is_documented_in_errors_py_and_docs() -> None:
     assert "docs/errors.md" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.rule("TRN-8")
 def test_the_snippet_of_docs_errors_md_runs_and_names_the_reason(tmp_path: Path) -> None:
     """docs/errors.md's program, run as written: it opens (creates) markertools.db; on a
-    database a newer markertools wrote it exits with the one line it promises."""
+    database a newer markertools wrote it exits with the one line it promises, and on a
+    database another process holds locked with the StoreUnavailable line."""
     page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
-    (snippet,) = re.findall(r"^```python\n(.*?)^```$", page, re.S | re.M)
+    (snippet,) = re.findall(r"^```python \{run\}\n(.*?)^```$", page, re.S | re.M)
     script = tmp_path / "snippet.py"
     script.write_text(snippet, encoding="utf-8")
     first = subprocess.run(
@@ -177,6 +179,8 @@ def test_the_snippet_of_docs_errors_md_runs_and_names_the_reason(tmp_path: Path)
     )
     assert (first.returncode, first.stderr) == (0, "")
     from markertools_adapters.sqlite import LATEST_VERSION
+
+    assert first.stdout == f"schema version {LATEST_VERSION}\n"
 
     conn = sqlite3.connect(tmp_path / "markertools.db", isolation_level=None)
     conn.execute("UPDATE schema_version SET version = ?", (LATEST_VERSION + 1,))
@@ -188,4 +192,24 @@ def test_the_snippet_of_docs_errors_md_runs_and_names_the_reason(tmp_path: Path)
     assert second.stderr == (
         f"upgrade markertools: database schema version {LATEST_VERSION + 1} is newer than "
         f"this markertools supports ({LATEST_VERSION}); upgrade markertools to open it\n"
+    )
+    (tmp_path / "markertools.db").unlink()
+    locked = sqlite3.connect(tmp_path / "markertools.db", isolation_level=None)
+    locked.execute("PRAGMA journal_mode = WAL")
+    locked.execute("CREATE TABLE held (x)")
+    locked.execute("BEGIN EXCLUSIVE")
+    try:
+        script.write_text(
+            snippet.replace('executor="local")', 'executor="local", busy_timeout=0.05)'),
+            encoding="utf-8",
+        )
+        third = subprocess.run(
+            [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True
+        )
+    finally:
+        locked.execute("ROLLBACK")
+        locked.close()
+    assert third.returncode == 1
+    assert third.stderr == (
+        "the database is not available now: OperationalError: database is locked\n"
     )

@@ -11,6 +11,7 @@ import pytest
 from markertools import deliver_turn
 from markertools.domain.model import PermissionGrant, Project, Task
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.sqlite import create_store_from_world
 from markertools_adapters.wiring import StoragePorts, storage_port_methods, store_ports
@@ -64,7 +65,7 @@ def test_touched_changes_equal_the_full_diff(tmp_path: Path, kind: str) -> None:
     clock = VirtualClock(NOW)
     before = store.export_world(NOW)
     recorder = TouchRecorder(store)
-    ports = store_ports(recorder, clock=clock, random=SeededRandom(7))
+    ports = store_ports(recorder, clock=clock, random=SeededRandom(7), executor=NoopExecutor())
     report = deliver_turn(TURN, sender="t1", outcome="completed", ports=ports)
     after = store.export_world(clock.now())
     assert report.delivered

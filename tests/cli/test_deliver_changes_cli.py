@@ -53,7 +53,7 @@ def test_deliver_db_reports_what_the_delivery_touched(tmp_path: Path) -> None:
     assert "tasks created:" in out and "tasks changed:" in out and "todos created:" in out
     assert '~ t2: status "running" -> "interrupted"' in out
     assert "audit records written: 3" in out and "follow-ups queued:" in out
-    assert "not signalled (noop executor)" in out
+    assert "no executor is configured (noop executor)" in out
     touched = runner.invoke(
         app, ["deliver", str(turn), "--db", str(db), "--sender", "t1", "--json", "--touched-only"]
     )

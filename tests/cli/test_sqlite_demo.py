@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from markertools.domain.model import RETRYABLE_STATUSES
 from markertools_adapters.cli import app
 from markertools_adapters.cli.cmd_demo import DEMO_SENDER, demo_turn, demo_world, run_demo
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import open_store
 
 runner = CliRunner()
@@ -103,7 +104,7 @@ def test_the_demo_gives_the_same_report_and_world_on_memory_and_sqlite() -> None
     results = []
     for store in (MemoryStore.from_world(world), create_store_from_world(world)):
         clock = VirtualClock(world.now)
-        ports = store_ports(store, clock=clock, random=SeededRandom(7))
+        ports = store_ports(store, clock=clock, random=SeededRandom(7), executor=NoopExecutor())
         report = deliver_turn(demo_turn(), sender=DEMO_SENDER, outcome="completed", ports=ports)
         results.append((report.message, report.entries, repr(store.export_world(clock.now()))))
     assert results[0] == results[1]

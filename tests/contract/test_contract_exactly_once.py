@@ -32,7 +32,7 @@ def test_a_finished_turn_delivered_again_is_a_replay_that_changes_nothing(make_s
     again = deliver(store)
     assert again.replayed is True
     assert again.entries == first.entries and again.message == first.message
-    assert again.followups == first.followups
+    assert again.queued_followups == first.queued_followups
     assert snapshot(store) == after_first  # not one row, audit record or follow-up more
     created = [e.target for e in first.entries if e.kind == "task-create"]
     assert len(set(created)) == 2 and all(t.startswith("t-") for t in created)

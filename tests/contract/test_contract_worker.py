@@ -30,6 +30,7 @@ from markertools.domain.model import (
 from markertools.domain.ports import AutomationNameTaken
 from markertools.domain.schedule import is_due, next_run_at
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
@@ -246,7 +247,9 @@ def test_fire_creates_each_task_once_and_audits(make_store: MakeStore) -> None:
             ),
         )
     )
-    ports = store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(1))
+    ports = store_ports(
+        store, clock=VirtualClock(NOW), random=SeededRandom(1), executor=NoopExecutor()
+    )
     fired = fire_due_automations(ports, NOW)
     assert [(r.automation_id, r.result) for r in fired] == [
         ("a1", "task-created"),
@@ -274,7 +277,9 @@ def test_fire_creates_each_task_once_and_audits(make_store: MakeStore) -> None:
 def test_two_concurrent_firers_create_each_task_once(make_store: MakeStore) -> None:
     autos = tuple(am(f"a{i}") for i in range(8))
     store = make_store(World(now=NOW, permissions=GRANTS, automations=autos))
-    ports = store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(1))
+    ports = store_ports(
+        store, clock=VirtualClock(NOW), random=SeededRandom(1), executor=NoopExecutor()
+    )
     results: list[Any] = []
     barrier = threading.Barrier(2)
 

@@ -13,6 +13,7 @@ from markertools import fire_due_automations
 from markertools.deliver.automations_fire import automation_task_id
 from markertools.domain.model import Automation, PermissionGrant, Quota, Task
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -45,7 +46,13 @@ def store_with(*automations: Automation, **world: Any) -> MemoryStore:
 
 
 def ports_of(store: Any, *, journal: Any = None) -> Any:
-    return store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(1), journal=journal)
+    return store_ports(
+        store,
+        clock=VirtualClock(NOW),
+        random=SeededRandom(1),
+        executor=NoopExecutor(),
+        journal=journal,
+    )
 
 
 def reasons(store: MemoryStore) -> list[tuple[str, str]]:

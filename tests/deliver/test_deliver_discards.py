@@ -30,7 +30,7 @@ def test_a_goal_or_coordinator_turn_is_never_parsed(monkeypatch, outcome, fields
     report = deliver_turn(
         blk("task-create", '{"prompt": "x"}'), sender="t1", outcome=outcome, ports=r.ports
     )
-    assert report.delivered is False and report.entries == () and report.followups == ()
+    assert report.delivered is False and report.entries == () and report.queued_followups == ()
     (audit,) = r.world().audit
     assert audit.outcome == "discarded" and "not parsed" in audit.reason
     assert len(r.world().tasks) == 1

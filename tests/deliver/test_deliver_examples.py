@@ -12,10 +12,10 @@ from support.paths import REPO
 EXAMPLE = REPO / "examples" / "worker_memory.py"
 
 
-@pytest.mark.rule("GOA-2", "WAI-4", "CRE-2")
+@pytest.mark.rule("GOA-2", "WAI-4", "CRE-2", "INJ-1", "TRN-6")
 def test_worker_memory_example_spawns_waits_and_converts_to_a_goal():
     namespace = runpy.run_path(str(EXAMPLE))
-    first, second, queued = namespace["main"]()
+    first, second, queued, starts = namespace["main"]()
     assert first.startswith("markertools report: 3 block(s) from your last turn (3 done).")
     assert "2 finished, 0 not finished" in first
     assert "finished: write the API" in first and "finished: write the docs" in first
@@ -24,6 +24,8 @@ def test_worker_memory_example_spawns_waits_and_converts_to_a_goal():
         queued
         == "next input queued for lead: '/goal ship the release once the API and the docs are merged'"
     )
+    # its second and third claims continue with what its turns queued, never a fresh start
+    assert starts == "the lead's claims: fresh, continuation, continuation"
 
 
 def test_worker_memory_example_runs_as_a_script():

@@ -411,8 +411,8 @@ def test_goal_convert_queues_the_goal_after_the_report():
     r = rig(make_world(task("t1")))
     goal = Command("goal-convert", 3, GoalConvertParams("ship release 2.0\nwith notes"))
     report = r.deliver(create(), goal)
-    assert report.followups == (report.message, "/goal ship release 2.0\nwith notes")
-    assert r.store.followups_for("t1") == report.followups
+    assert report.queued_followups == (report.message, "/goal ship release 2.0\nwith notes")
+    assert r.store.followups_for("t1") == report.queued_followups
     assert report.entries[1].outcome == "done"
     assert r.task("t1").goal_mode is False  # the conversion itself happens through /goal
 
@@ -425,4 +425,4 @@ def test_no_goal_followup_is_queued_without_its_report():
 
     r = rig(make_world(task("t1")), followups=FailingQueue())
     report = r.deliver(Command("goal-convert", 3, GoalConvertParams("g")))
-    assert report.followups == ()
+    assert report.queued_followups == ()

@@ -77,7 +77,7 @@ def test_goal_convert_from_text():
     report = deliver_text(
         r, fence("goal-convert", '{"goal": "ship 2.0"}') + fence("task-list", "{}")
     )
-    assert report.followups == (report.message, "/goal ship 2.0")
+    assert report.queued_followups == (report.message, "/goal ship 2.0")
 
 
 @pytest.mark.rule("TRN-3")
@@ -113,7 +113,7 @@ def test_goal_convert_with_goal_loop_fields_or_no_goal_is_skipped(body):
     r = rig(make_world(task("t1")))
     report = deliver_text(r, fence("goal-convert", body))
     assert [e.outcome for e in report.entries] == ["skipped"]
-    assert report.followups == (report.message,)  # no "/goal"
+    assert report.queued_followups == (report.message,)  # no "/goal"
 
 
 @pytest.mark.rule("GOA-1")
@@ -122,4 +122,4 @@ def test_goal_convert_accepts_null_loop_fields():
     report = deliver_text(
         r, fence("goal-convert", '{"goal": "g", "verify_command": null, "goal_max_rounds": null}')
     )
-    assert report.followups == (report.message, "/goal g")
+    assert report.queued_followups == (report.message, "/goal g")

@@ -37,7 +37,7 @@ def test_non_completed_turns_execute_nothing_and_audit_the_discard(outcome):
     issue = BlockIssue("task-poll", 9, "skipped", msg("x.y"))
     report = r.deliver(create(), cancel("t2"), goal(), outcome=outcome, issues=(issue,))
     assert not report.delivered
-    assert report.entries == () and report.followups == () and report.message is None
+    assert report.entries == () and report.queued_followups == () and report.message is None
     after = r.world()
     assert after.tasks == before.tasks and after.followups == ()
     (audit,) = after.audit
@@ -91,7 +91,7 @@ def test_a_sender_cancelled_during_delivery_stops_the_remaining_blocks():
     report = r.deliver(cancel("t2"), cancel("t3", line=3), goal())
     assert [e.outcome for e in report.entries] == ["done", "rejected", "rejected"]
     assert r.task("t3").status == "running"
-    assert report.followups == (report.message,)  # no /goal
+    assert report.queued_followups == (report.message,)  # no /goal
 
 
 @pytest.mark.rule("TRN-6", "TRN-1")
@@ -115,7 +115,7 @@ def test_entries_are_executed_blocks_in_order_then_issues_in_order_of_appearance
         ("task-create", 30, "ignored"),
     ]
     assert report.message.startswith("markertools report: 7 block(s)")
-    assert report.followups == (report.message,)
+    assert report.queued_followups == (report.message,)
     assert r.store.followups_for("t1") == (report.message,)
 
 
@@ -162,7 +162,7 @@ def test_a_raising_store_call_rejects_only_its_block(method, rejected):
     assert [e.kind for e in report.entries if e.outcome == "rejected"] == rejected
     for e in report.entries:
         assert (e.outcome == "rejected") is (f"{method} failed" in e.reason.render("en"))
-    assert report.delivered and report.followups == (report.message,)
+    assert report.delivered and report.queued_followups == (report.message,)
 
 
 @pytest.mark.rule("TRN-8")
@@ -217,7 +217,7 @@ def test_a_failing_clock_never_escapes_delivery(good):
     for entry, text in zip(report.entries, texts, strict=True):
         if entry.outcome == "done" and "clock service unreachable" in text:
             assert "audit record could not be written" in text
-    assert report.followups == (report.message,)
+    assert report.queued_followups == (report.message,)
 
 
 class UnprintableError(Exception):
@@ -291,7 +291,7 @@ def test_the_report_renders_in_chinese():
     assert "markertools 报告" in report.message
     assert "已取消任务 t2" in report.message
     assert "不是指令" in report.message  # the data framing sentence
-    assert report.followups[1] == "/goal g"
+    assert report.queued_followups[1] == "/goal g"
 
 
 @pytest.mark.rule("DOM-5")

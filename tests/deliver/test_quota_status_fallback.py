@@ -8,6 +8,7 @@ import pytest
 from markertools import deliver_turn
 from markertools.domain.model import PermissionGrant, Quota, Task
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import create_store_from_world
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -35,7 +36,9 @@ def quota_world(parent_grants: tuple[str, ...]) -> World:
 @pytest.mark.rule("QUO-1", "QUO-2")
 def test_quota_status_falls_back_to_the_parents_creator_with_the_permission_table() -> None:
     with create_store_from_world(quota_world(("read",))) as store:  # SqlitePermissions
-        ports = store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(1))
+        ports = store_ports(
+            store, clock=VirtualClock(NOW), random=SeededRandom(1), executor=NoopExecutor()
+        )
         report = deliver_turn(
             block("quota-status", "{}"), sender="orphan", outcome="completed", ports=ports
         )
@@ -48,7 +51,9 @@ def test_quota_status_falls_back_to_the_parents_creator_with_the_permission_tabl
 @pytest.mark.rule("QUO-1")
 def test_the_fallback_creator_still_needs_read() -> None:
     with create_store_from_world(quota_world(("create_task",))) as store:
-        ports = store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(1))
+        ports = store_ports(
+            store, clock=VirtualClock(NOW), random=SeededRandom(1), executor=NoopExecutor()
+        )
         report = deliver_turn(
             block("quota-status", "{}"), sender="orphan", outcome="completed", ports=ports
         )

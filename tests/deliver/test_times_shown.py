@@ -13,6 +13,7 @@ from markertools import deliver_turn, fire_due_automations
 from markertools.domain.model import PermissionGrant, Task, Todo
 from markertools.domain.schedule import shanghai_iso, whole_seconds
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -33,7 +34,7 @@ def rig() -> tuple[MemoryStore, VirtualClock]:
 
 
 def deliver(store: MemoryStore, clock: VirtualClock, text: str) -> str:
-    ports = store_ports(store, clock=clock, random=SeededRandom(3))
+    ports = store_ports(store, clock=clock, random=SeededRandom(3), executor=NoopExecutor())
     report = deliver_turn(text, sender="t1", outcome="completed", ports=ports)
     assert report.message is not None
     return report.message
@@ -79,7 +80,7 @@ def test_a_registered_and_fired_automation_shows_its_times_to_the_second() -> No
         store, clock, '```automation-create\n{"name": "now", "prompt": "p", "once": true}\n```\n'
     )
     assert "runs once, as soon as it is registered (2026-12-27T09:00:00+08:00)" in message
-    ports = store_ports(store, clock=clock, random=SeededRandom(3))
+    ports = store_ports(store, clock=clock, random=SeededRandom(3), executor=NoopExecutor())
     (fired,) = fire_due_automations(ports, clock.now())
     reason = fired.reason.render("en")
     assert reason.startswith(
@@ -96,7 +97,7 @@ def test_the_demo_turn_on_an_off_the_second_clock_shows_no_raw_time() -> None:
     world = demo_world()
     store = MemoryStore.from_world(world)
     clock = VirtualClock(world.now + FRACTION)
-    ports = store_ports(store, clock=clock, random=SeededRandom(3))
+    ports = store_ports(store, clock=clock, random=SeededRandom(3), executor=NoopExecutor())
     report = deliver_turn(demo_turn(), sender=DEMO_SENDER, outcome="completed", ports=ports)
     fired = fire_due_automations(ports, clock.now())
     texts = [report.message or "", *(run.reason.render("en") for run in fired)]

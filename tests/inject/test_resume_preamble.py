@@ -12,6 +12,7 @@ from markertools import deliver_turn
 from markertools.domain.model import Attempt, PermissionGrant, Task
 from markertools.inject.attempts import resume_preamble
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.first_turn import first_turn_prompt, platform_requeue
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
@@ -44,7 +45,9 @@ def test_a_manual_retry_claimed_fresh_gets_no_stale_restart_preamble() -> None:
         ),
     )
     store = MemoryStore.from_world(world)
-    ports = store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(1))
+    ports = store_ports(
+        store, clock=VirtualClock(NOW), random=SeededRandom(1), executor=NoopExecutor()
+    )
     assert platform_requeue(store, store.get_task("t1"), NOW).ok
     assert "resume" in prompt_sections(store, "t1")  # the claim after the platform requeue
 

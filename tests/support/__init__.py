@@ -8,8 +8,9 @@ import them as `support.<name>`):
   stores' state machine and index checks), `exactly_once` (TRN-9 rigs), `framing`
   (INJ-7 data framing checks);
 - programs the tests start in processes of their own: `crash_delivery` (a delivery that
-  SIGKILLs itself), `dots_host` (a supervisor to kill and restart), `fake_appserver` (a
-  scripted `codex app-server`), `sqlite_workers` and `automation_race` (multiprocessing
-  workers), `fake_docker/docker` (a `docker` on PATH);
+  SIGKILLs itself), `crash_finish` (a worker killed in the middle of finish_turn),
+  `dots_host` (a supervisor to kill and restart), `fake_appserver` (a scripted
+  `codex app-server`), `sqlite_workers` and `automation_race` (multiprocessing workers),
+  `fake_docker/docker` (a `docker` on PATH);
 - `strategies`: the hypothesis strategies and world builders, one module per area.
 """

@@ -15,6 +15,7 @@ from markertools import deliver_turn
 from markertools.domain.model import Automation, PermissionGrant, Project, Task
 from markertools.domain.ports import AutomationNameTaken
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import SqliteStore, create_store_from_world
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -84,7 +85,12 @@ def deliver_worker(path: str, index: int, barrier: Any, queue: Any) -> None:
     try:
         store = BarrierStore(path)
         store.barrier = barrier
-        ports = store_ports(store, clock=VirtualClock(NOW), random=SeededRandom(f"name-{index}"))
+        ports = store_ports(
+            store,
+            clock=VirtualClock(NOW),
+            random=SeededRandom(f"name-{index}"),
+            executor=NoopExecutor(),
+        )
         body = json.dumps({"name": NAME, "prompt": "tick"})
         text = f"Registering.\n\n```automation-create\n{body}\n```\n"
         report = deliver_turn(text, sender=f"w{index}", outcome="completed", ports=ports)

@@ -14,6 +14,7 @@ from typing import Any
 
 from markertools import deliver_turn
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import open_store
 from markertools_adapters.wiring import store_ports
 
@@ -45,7 +46,12 @@ def main(db: str, at: int, turn_file: str) -> None:
     with open(turn_file, encoding="utf-8") as fh:
         turn = fh.read()
     store = open_store(db)
-    ports = store_ports(Killing(store, at), clock=VirtualClock(1_800_000_000.0), random=SeededRandom(7))
+    ports = store_ports(
+        Killing(store, at),
+        clock=VirtualClock(1_800_000_000.0),
+        random=SeededRandom(7),
+        executor=NoopExecutor(),
+    )
     report = deliver_turn(turn, sender="t-s", outcome="completed", ports=ports, turn_id="turn-1")
     print("DELIVERED", report.report_queued, flush=True)
 

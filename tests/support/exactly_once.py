@@ -11,6 +11,7 @@ import attrs
 from markertools import deliver_turn
 from markertools.domain.model import PermissionGrant, Project, Task
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
@@ -87,7 +88,9 @@ class Crashing:
 
 
 def ports_for(store: Any, clock: VirtualClock | None = None) -> Any:
-    return store_ports(store, clock=clock or VirtualClock(NOW), random=SeededRandom(7))
+    return store_ports(
+        store, clock=clock or VirtualClock(NOW), random=SeededRandom(7), executor=NoopExecutor()
+    )
 
 
 def snapshot(store: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from markertools import deliver_turn
 from markertools.domain.model import Automation, PermissionGrant, Project, Task
 from markertools.domain.schedule import next_run_at
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import SqliteStore, create_store_from_world
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -102,7 +103,9 @@ def race_worker(path: str, index: int, turns: int) -> dict[str, Any]:
         store = TrackingStore(path)
         store.transitions = result["transitions"]
         clock = VirtualClock(1000.0)
-        ports = store_ports(store, clock=clock, random=SeededRandom(f"race-{index}"))
+        ports = store_ports(
+            store, clock=clock, random=SeededRandom(f"race-{index}"), executor=NoopExecutor()
+        )
         for _ in range(turns):
             blocks: list[tuple[str, Mapping[str, str]]] = []
             for _ in range(rng.randint(1, 3)):
@@ -169,7 +172,9 @@ def churn_worker(path: str, seed: int) -> None:
     rng = random.Random(seed)
     store = SqliteStore(path)
     clock = VirtualClock(5000.0 + seed)
-    ports = store_ports(store, clock=clock, random=SeededRandom(f"churn-{seed}"))
+    ports = store_ports(
+        store, clock=clock, random=SeededRandom(f"churn-{seed}"), executor=NoopExecutor()
+    )
     while True:
         target = rng.choice(TARGETS)
         step = rng.random()

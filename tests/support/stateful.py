@@ -248,6 +248,10 @@ class AdapterAgreement(RuleBasedStateMachine):
     def claim_next(self, project: str, host: str) -> None:
         self.both("claim_next_task", project, host)
 
+    @rule(project=PROJECT_IDS, host=TEXT)
+    def claim_with_start(self, project: str, host: str) -> None:  # INJ-1: the Claim, start included
+        self.both("claim_task", project, host)
+
     @rule(tid=TASK_IDS)
     def take_followups(self, tid: str) -> None:
         self.both("take_followups", tid)
@@ -312,6 +316,46 @@ class AdapterAgreement(RuleBasedStateMachine):
         from markertools.domain.model import CostRow
 
         self.both("record_cost", CostRow(tid, rnd, 0.25 if priced else None, tokens, False, priced))
+
+    @rule(
+        tid=TASK_IDS,
+        turn=st.sampled_from(["turn-1", "turn-2"]),
+        outcome=st.sampled_from(["completed", "failed", "cancelled", "bogus"]),
+        requeue=st.booleans(),
+        usd=st.none() | st.sampled_from([0, "0.1", 0.2, "1.000001"]),
+        tokens=st.integers(0, 5000),
+        given_round=st.none() | st.integers(0, 3),
+        text=st.none() | TEXT,
+    )
+    def finish_turn(
+        self,
+        tid: str,
+        turn: str,
+        outcome: str,
+        requeue: bool,
+        usd: object,
+        tokens: int,
+        given_round: int | None,
+        text: str | None,
+    ) -> None:
+        """TRN-9: the unit of work at the end of a turn, replays included."""
+        from markertools.domain.model import CostRow, TurnCost
+
+        cost = (
+            TurnCost(usd, tokens)  # type: ignore[arg-type]
+            if given_round is None
+            else CostRow(tid, given_round, usd, tokens)  # type: ignore[arg-type]
+        )
+        self.both(
+            "finish_turn",
+            tid,
+            turn,
+            outcome=outcome,
+            result_text=text,
+            error_text=text,
+            cost=cost,
+            requeue=requeue,
+        )
 
     # ---- reads --------------------------------------------------------------------------
 

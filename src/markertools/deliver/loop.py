@@ -20,6 +20,8 @@
 #           nothing and queue nothing; an audit record notes the discard (TRN-3/4/5). The
 #           text of a goal / coordinator sender's turn is not even parsed (TRN-4).
 #   Rule 4: every executed or rejected block writes one audit record (TRN-7).
+#   Rule 5 (TRN-6): the report is queued when the turn has at least one entry (a block run,
+#           skipped, ignored or a near miss); a turn without any queues nothing.
 from __future__ import annotations
 
 import contextlib
@@ -32,7 +34,7 @@ import attrs
 from markertools.deliver.context import TurnContext, summarize_error
 from markertools.deliver.failures import log_turn, warn
 from markertools.deliver.handlers.registry import handler_for
-from markertools.deliver.once import TurnJournal
+from markertools.deliver.once import TurnIdReused, TurnJournal, turn_digest
 from markertools.deliver.render import render_report
 from markertools.deliver.report import (
     DeliveryReport,
@@ -231,11 +233,13 @@ def deliver_turn(
             "completed" delivers (TRN-3).
         ports: what delivery may touch.
         locale: a `Locale` or "en" / "zh" for the report.
-        turn_id: the worker's id for this turn (TRN-9). With one (and `ports.journal`),
-            each block's effect is applied at most once: delivering the turn again after
-            it finished returns the first report with `replayed=True` and changes
-            nothing; after a crash mid-delivery it applies only the blocks not applied
-            yet. Without one, every call executes.
+        turn_id: the worker's id for this turn (TRN-9), unique per sender task - e.g.
+            Codex's turn id. With one (and `ports.journal`), each block's effect is
+            applied at most once: delivering the turn again after it finished returns
+            the first report with `replayed=True` and changes nothing; after a crash
+            mid-delivery it applies only the blocks not applied yet. The input's digest
+            (`turn_digest`) is journalled with it: the same turn id with other input
+            raises `TurnIdReused` and changes nothing. Without one, every call executes.
         deadline: seconds from the delivery's start (on the clock port) after which
             every poll and wait stops and reports "stopped waiting" (TRN-11); by default
             DEFAULT_DELIVERY_DEADLINE (600 s) for all the waiting of the turn together.
@@ -243,9 +247,14 @@ def deliver_turn(
         cancel: a `threading.Event` or a callable; once set, polls and waits stop.
 
     Returns the report; its message and then any "/goal ..." follow-up have been queued
-    for the sender through `ports.followups` unless `report_queued` is False (then
-    `report_error` says why). Raises ValueError (only) for an outcome, locale, turn id,
-    deadline or cancel signal outside what is documented here.
+    for the sender through `ports.followups` (`report.queued_followups`) unless
+    `report_queued` is False (then `report_error` says why) - or the turn had no block at
+    all, which queues nothing (TRN-6). The queue is the only channel to the agent: send
+    what `take_followups` (or a Claim) hands out, never `queued_followups` directly.
+
+    Raises ValueError (only) for an outcome, locale, turn id, deadline or cancel signal
+    outside what is documented here - and its subclass `TurnIdReused` when `turn_id` was
+    delivered before with other input (TRN-9): then nothing ran and nothing was written.
     """
     outcome = checked_value(TurnOutcome, outcome, "outcome")
     locale = checked_value(Locale, locale, "locale")
@@ -253,8 +262,11 @@ def deliver_turn(
     seconds = _check_deadline(deadline)
     stop = _cancel_signal(cancel)
     sender_id = sender if isinstance(sender, str) else sender.id
+    digest = turn_digest(turn) if turn_id is not None else None
     try:  # TRN-9: what an earlier delivery of this turn id did, read once
-        journal = TurnJournal.read(ports.journal, sender_id, turn_id)
+        journal = TurnJournal.read(ports.journal, sender_id, turn_id, digest)
+    except TurnIdReused:  # a caller error: the same turn id for other input
+        raise
     except Exception as exc:
         warn("journal.block_entries", exc)
         return _unsafe(sender_id, turn_id, locale, exc)
@@ -322,16 +334,22 @@ def deliver_turn(
     entries.extend(issue_entries(plan.issues))  # TRN-12: at most 50, the rest summarised
 
     message = render_report(tuple(entries), locale)
+    # TRN-6: a turn without any block (no command, no issue) queues nothing - the agent
+    # asked for nothing and is told nothing; a turn whose blocks were all skipped or
+    # ignored queues its report (the agent must learn why)
+    texts = (message, *ctx.followups_after_report) if entries else ()
     report = DeliveryReport(
         delivered=True,
         entries=tuple(entries),
         message=message,
-        followups=(message, *ctx.followups_after_report),
+        queued_followups=texts,
         locale=locale,
         turn_id=turn_id,
     )
     queued, error = journal.queue_report(report, ports.followups)
-    report = attrs.evolve(report, followups=queued, report_queued=error is None, report_error=error)
+    report = attrs.evolve(
+        report, queued_followups=queued, report_queued=error is None, report_error=error
+    )
     log_turn(report, sender_id, started, _clock_now(ports))
     return report
 

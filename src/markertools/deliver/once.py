@@ -1,5 +1,7 @@
 # Owns: exactly-once delivery (TRN-9), all of its bookkeeping, in `TurnJournal`: reading
-# the delivery journal for (sender, turn id) once; the finished report a replay returns;
+# the delivery journal for (sender, turn id) once; the digest of the turn's input
+# (`turn_digest`) journalled with the turn id, and refusing a turn id delivered again
+# with other input (`TurnIdReused`); the finished report a replay returns;
 # the entries of the blocks an earlier delivery of the turn applied, and how many tasks
 # they created (LIN-3); running a block with its effect, audit record and journal row in
 # one transaction - or simply again, for a kind whose row says `replay="rerun"`; ids
@@ -8,16 +10,24 @@
 # The delivery loop calls it; the handlers reach the derived ids through the TurnContext.
 #
 # Must never: run a block whose journalled entry was read; queue the report of a turn
-# with an unrecorded block; raise for a journal write that fails (the block is rejected,
-# or the report left unqueued, with the reason: TRN-8); know a kind by its name (what a
-# kind needs is a column of its row in the kind table).
+# with an unrecorded block; replay or resume a turn id for input whose digest differs
+# from the journalled one (it raises TurnIdReused before anything runs or is written);
+# raise for a journal write that fails (the block is rejected, or the report left
+# unqueued, with the reason: TRN-8); know a kind by its name (what a kind needs is a
+# column of its row in the kind table).
 #
 # Invariants:
 #   Rule 1: without a turn id nothing is read or written here: every block runs and the
 #           report is queued as is (the caller opted out of TRN-9).
 #   Rule 2: journal rows for (sender, turn id): a block's entry at its position >= 0,
 #           the queued follow-ups at REPORT_POSITION and the finished report at
-#           FINISHED_POSITION; the last two in the transaction that queues the report.
+#           FINISHED_POSITION; the last two in the transaction that queues the report;
+#           the input's digest at DIGEST_POSITION, written before any block runs.
+#   Rule 5: the digest is written only for a turn id with no journal row yet, then the
+#           journal is read again, so of two concurrent first deliveries with different
+#           input one raises TurnIdReused. Rows without a DIGEST_POSITION row (a turn
+#           journalled before digests existed, or whose digest write failed) match any
+#           input, and no digest is added to them (it would describe other input).
 #   Rule 3: a damaged stored entry is left out (its block runs again and its derived id
 #           is recognised); a damaged finished report is not replayed (the turn resumes).
 #   Rule 4: a turn discarded for good (`record_discard`) is finished too: a redelivery
@@ -46,6 +56,55 @@ from markertools.parse.plan import Command, TurnPlan
 
 REPORT_POSITION: Final[int] = -1  # the journal row of the queued report (Rule 2)
 FINISHED_POSITION: Final[int] = -2  # the journal row of the finished delivery's report
+DIGEST_POSITION: Final[int] = -3  # the journal row of the input's digest (Rules 2, 5)
+DIGEST_HEAD: Final[int] = 12  # hex digits of a digest an error message shows
+
+
+def turn_digest(turn: str | TurnPlan) -> str:
+    """TRN-9: the digest journalled with a turn id. For a turn's text:
+    "text:" + the SHA-256 (hex) of its UTF-8 bytes. For a TurnPlan: "plan:" + the SHA-256
+    of its canonical JSON - the commands in order as [kind, line, params class, params
+    fields] and the issues as [kind, line, outcome], keys sorted. A text and the plan
+    parsed from it have different digests: deliver a turn id always as the same input."""
+    if isinstance(turn, TurnPlan):
+        canonical = {
+            "commands": [
+                [c.kind, c.line, type(c.params).__name__, attrs.asdict(c.params)]
+                for c in turn.commands
+            ],
+            "issues": [[i.kind, i.line, i.outcome] for i in turn.issues],
+        }
+        text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=repr)
+        return "plan:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return "text:" + hashlib.sha256(turn.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def digest_head(digest: str) -> str:
+    """The digest as an error message shows it: its kind and first DIGEST_HEAD hex digits."""
+    kind, _, hexdigest = digest.partition(":")
+    return f"{kind}:{hexdigest[:DIGEST_HEAD]}" if hexdigest else digest[: DIGEST_HEAD + 5]
+
+
+class TurnIdReused(ValueError):
+    """TRN-9: a turn id was delivered again with input whose digest differs from the one
+    journalled with it: a caller error (a turn id must be unique per sender task), raised
+    before anything runs, is written or is replayed. `stored` and `given` are the full
+    digests (`turn_digest`)."""
+
+    def __init__(self, sender: str, turn_id: str, stored: str, given: str) -> None:
+        super().__init__(sender, turn_id, stored, given)  # picklable: args rebuild it
+        self.sender = sender
+        self.turn_id = turn_id
+        self.stored = stored
+        self.given = given
+
+    def __str__(self) -> str:
+        return (
+            f"turn id {self.turn_id!r} of sender {self.sender!r} was already delivered with"
+            f" other input (journalled digest {digest_head(self.stored)}…, this one"
+            f" {digest_head(self.given)}…): nothing was run or replayed; a turn id names one"
+            " turn of one sender task - give a new turn its own id"
+        )
 
 
 def journalled(cmd: Command) -> bool:
@@ -78,13 +137,32 @@ class TurnJournal:
 
     @classmethod
     def read(
-        cls, journal: DeliveryJournal | None, sender_id: str, turn_id: str | None
+        cls,
+        journal: DeliveryJournal | None,
+        sender_id: str,
+        turn_id: str | None,
+        digest: str | None = None,
     ) -> TurnJournal:
-        """The journal of (sender, turn id), read once. Raises whatever the journal raises:
-        the caller then runs nothing (running could apply a block twice)."""
+        """The journal of (sender, turn id), read once - twice when `digest` (the input's
+        `turn_digest`) is journalled by this call (Rule 5). Raises TurnIdReused when the
+        journalled digest differs from `digest`, and whatever the journal raises: the
+        caller then runs nothing (running could apply a block twice)."""
         opened = cls(journal, sender_id, turn_id)
-        if opened._journal is not None and turn_id is not None:
+        if opened._journal is None or turn_id is None:
+            return opened
+        opened._applied = dict(opened._journal.block_entries(sender_id, turn_id))
+        if digest is None:
+            return opened
+        if not opened._applied:  # Rule 5: a new turn id - claim it for this input
+            try:
+                opened._journal.record_block(sender_id, turn_id, DIGEST_POSITION, digest)
+            except Exception as exc:  # the next delivery journals it; blocks still run once
+                warn("journal.record_block (the turn's digest)", exc)
+                return opened
             opened._applied = dict(opened._journal.block_entries(sender_id, turn_id))
+        stored = opened._applied.get(DIGEST_POSITION)
+        if stored is not None and stored != digest:
+            raise TurnIdReused(sender_id, turn_id, stored, digest)
         return opened
 
     @property
@@ -109,7 +187,7 @@ class TurnJournal:
         """Read the stored entries of `plan`'s blocks (Rule 3) and count the tasks they
         created (LIN-3: they are this turn's children, not earlier ones)."""
         blocks = len(plan.commands)
-        for index, stored in self._applied.items():
+        for index, stored in self._applied.items():  # positions < 0 are never blocks
             if 0 <= index < blocks:
                 try:
                     self._restored[index] = entry_from_json(stored)
@@ -197,7 +275,7 @@ class TurnJournal:
         recorded is not reported yet. Returns (queued, None) or (queued so far, why the
         report is not queued)."""
         journal, turn_id, task_id = self._journal, self._turn_id, self._sender_id
-        texts = report.followups
+        texts = report.queued_followups
         if journal is None or turn_id is None:
             queued: list[str] = []
             for text in texts:
@@ -215,7 +293,7 @@ class TurnJournal:
             except (ValueError, TypeError, KeyError):
                 earlier = texts
             try:
-                body = report_to_json(attrs.evolve(report, followups=earlier))
+                body = report_to_json(attrs.evolve(report, queued_followups=earlier))
                 journal.record_block(task_id, turn_id, FINISHED_POSITION, body)
             except Exception as exc:  # the next delivery rebuilds it again
                 warn("journal.record_block", exc)

@@ -13,6 +13,7 @@
 #   Rule 2: the counts of all entries add up to the number of issues.
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from enum import StrEnum
 from typing import Final, Literal
@@ -76,18 +77,38 @@ class DeliveryReport:
     report (and any "/goal" follow-up) could not be queued, `report_error` says why;
     with a turn id, delivering the turn again queues it exactly once (TRN-9).
     `replayed`: this is the stored report of an earlier, finished delivery of the same
-    turn id; nothing was executed now."""
+    turn id; nothing was executed now.
+
+    The follow-up contract (TRN-6): the sender's queue is the only channel to the agent.
+    `queued_followups` records what this delivery put on it - for logs and tests; a
+    worker sends what the queue hands out (`take_followups`, or a `Claim`'s followups),
+    never these texts directly, so nothing reaches the agent twice. A turn without any
+    block queues nothing: `queued_followups == ()` while `message` still holds the
+    rendered (empty) report for logs."""
 
     delivered: bool
     entries: tuple[ReportEntry, ...] = ()
-    message: str | None = None  # the report text queued for the sender
-    followups: tuple[str, ...] = ()  # in queue order: the report, then "/goal ..." (GOA-2)
+    message: str | None = None  # the rendered report (queued only when there are entries)
+    # what was put on the sender's queue, in order: the report, then "/goal ..." (GOA-2)
+    queued_followups: tuple[str, ...] = ()
     locale: str = "en"
     turn_id: str | None = None
     replayed: bool = False
     not_delivered: NotDelivered | None = None
     report_queued: bool = True
     report_error: str | None = None
+
+    @property
+    def followups(self) -> tuple[str, ...]:
+        """Deprecated alias of `queued_followups` (what was queued, not what to send: a
+        worker sends what `take_followups` returns)."""
+        warnings.warn(
+            "DeliveryReport.followups is deprecated: it is `queued_followups`, what the"
+            " delivery queued; send what take_followups() (or a Claim) hands out instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.queued_followups
 
 
 def issue_entry(issue: BlockIssue) -> ReportEntry:

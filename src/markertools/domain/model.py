@@ -7,12 +7,18 @@
 #   Rule 2: field names and defaults match the world file in docs/cli.md, so the world
 #           file (de)serialises with a plain cattrs converter; additions are additive.
 #   Rule 3: times are epoch seconds (float, UTC) (DOM-5).
+#   Rule 4: money is a Decimal of whole micro-dollars (markertools.domain.money), never a
+#           float: a CostRow / Quota converts what it is given at construction and refuses
+#           a negative amount (ValueError), so 0.1 + 0.1 is 0.2 in every store.
 from __future__ import annotations
 
+from decimal import Decimal
 from enum import StrEnum
 from typing import Final, Literal
 
 import attrs
+
+from markertools.domain.money import money, optional_money
 
 TaskStatusName = Literal[
     "queued", "running", "completed", "failed", "interrupted", "merged", "merge-failed"
@@ -72,11 +78,52 @@ class TurnOutcome(StrEnum):
     INCOMPLETE = "incomplete"  # a Codex turn whose text may be missing a message
 
 
+# TRN-9: the status a finished turn leaves its (running) task in, by how the turn ended
+FINISHED_STATUS: Final[dict[str, TaskStatusName]] = {
+    "completed": "completed",
+    "failed": "failed",
+    "timed_out": "failed",
+    "unfinished": "failed",
+    "incomplete": "failed",
+    "cancelled": "interrupted",
+    "interrupted": "interrupted",
+    "quota_interrupted": "interrupted",
+}
+
+
+def finished_status(outcome: object, *, requeue: bool) -> TaskStatusName:
+    """TRN-9: `queued` when the task runs again (`requeue`), else the status its turn's
+    outcome means (FINISHED_STATUS). An outcome outside TurnOutcome is a ValueError
+    naming the allowed values (TRN-10)."""
+    name = checked_value(TurnOutcome, outcome, "outcome")
+    return "queued" if requeue else FINISHED_STATUS[name]
+
+
 class AutomationBind(StrEnum):
     """AUT-1: what an automation is bound to (None: nothing, a plain recurring task)."""
 
     CRON = "cron"
     HEARTBEAT = "heartbeat"
+
+
+class StartKind(StrEnum):
+    """INJ-1, INJ-1: what kind of start a claim is, which decides what the agent is told
+    before the task's prompt. Equal to its string; `start_kind_of` refuses anything else.
+
+    FRESH: the first claim, from the original prompt (injection). RETRY: the claim after a
+    task-retry or another manual retry (injection, never a resume preamble). RESUME: the
+    claim after a platform requeue (ATT-2) from the original prompt (injection and the
+    resume preamble). CONTINUATION: the task's queued follow-ups are its next input (no
+    injection). CHECKPOINT: a goal task resumed from its checkpoint (no injection).
+    MANUAL: a person resumed the session by hand (no injection; never decided by a claim).
+    """
+
+    FRESH = "fresh"
+    RETRY = "retry"
+    RESUME = "resume"
+    CONTINUATION = "continuation"
+    CHECKPOINT = "checkpoint"
+    MANUAL = "manual"
 
 
 def checked_value(enum: type[StrEnum], value: object, what: str) -> str:
@@ -89,6 +136,13 @@ def checked_value(enum: type[StrEnum], value: object, what: str) -> str:
 
 
 TURN_OUTCOMES: Final[tuple[str, ...]] = tuple(o.value for o in TurnOutcome)
+
+
+def start_kind_of(value: object) -> StartKind:
+    """INJ-1: `value` (a StartKind or its exact string) as a StartKind; anything else -
+    a typo such as "frsh" - raises ValueError naming the allowed values, so it can never
+    silently drop (or add) an injection."""
+    return StartKind(checked_value(StartKind, value, "start"))
 
 
 @attrs.frozen
@@ -194,25 +248,110 @@ class Automation:
     last_slot_at: float | None = None
 
 
+def _cost_usd(value: object) -> Decimal | None:
+    return optional_money(value, "CostRow.usd")
+
+
+def _quota_total(value: object) -> Decimal | None:
+    return optional_money(value, "Quota.total_usd")
+
+
+def _quota_used(value: object) -> Decimal:
+    return money(value, "Quota.used_usd")
+
+
+def _not_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{type(instance).__name__}.{attribute.name}: expected an integer, "
+            f"got {type(value).__name__}"
+        )
+    if value < 0:
+        raise ValueError(
+            f"{type(instance).__name__}.{attribute.name}: must not be negative, got {value}"
+        )
+
+
 @attrs.frozen
 class CostRow:
-    """One cost row of a task's round: `usd` (None = unpriced), tokens, estimated or actual."""
+    """One cost row of a task's round: `usd` (None = unpriced; a Decimal of whole
+    micro-dollars, from a Decimal, int, float or decimal text), tokens, estimated or
+    actual. A negative amount, token count or round is refused (ValueError)."""
 
     task_id: str
-    round: int
-    usd: float | None = None
-    tokens: int = 0
+    round: int = attrs.field(validator=_not_negative)
+    usd: Decimal | None = attrs.field(default=None, converter=_cost_usd)
+    tokens: int = attrs.field(default=0, validator=_not_negative)
     estimated: bool = False
     priced: bool = True
 
 
 @attrs.frozen
+class TurnCost:
+    """What one turn cost, for `finish_turn` (the store adds the task and numbers the
+    round): `usd` as in CostRow (None = unpriced), tokens, estimated or actual."""
+
+    usd: Decimal | None = attrs.field(default=None, converter=_cost_usd)
+    tokens: int = attrs.field(default=0, validator=_not_negative)
+    estimated: bool = False
+    priced: bool = True
+
+    def row(self, task_id: str, round: int) -> CostRow:
+        """This cost as the task's cost row of `round`."""
+        return CostRow(task_id, round, self.usd, self.tokens, self.estimated, self.priced)
+
+
+@attrs.frozen
 class Quota:
-    """A user's spending quota: `total_usd` None = explicitly unlimited (DOM-7), `used_usd`."""
+    """A user's spending quota: `total_usd` None = explicitly unlimited (DOM-7), `used_usd`
+    (Decimals of whole micro-dollars; negative amounts are refused)."""
 
     user: str
-    total_usd: float | None = None  # None = explicitly unlimited (DOM-7)
-    used_usd: float = 0.0
+    # None = explicitly unlimited (DOM-7)
+    total_usd: Decimal | None = attrs.field(default=None, converter=_quota_total)
+    used_usd: Decimal = attrs.field(default=Decimal(0), converter=_quota_used)
+
+
+@attrs.frozen
+class FinishedTurn:
+    """What `finish_turn` did for (task, turn id) (TRN-9): the task's status afterwards,
+    whether this call changed the task (False when it was no longer running, e.g.
+    cancelled meanwhile - its cost is recorded all the same), the cost row recorded
+    (None: no cost given), the creator's quota after the charge (None: nothing charged -
+    no cost, unpriced, no creator or no quota record), and `replayed`: the turn was
+    finished before, nothing changed now and this is the first call's result."""
+
+    task_id: str
+    turn_id: str
+    status: str
+    changed: bool
+    cost: CostRow | None = None
+    charged: Quota | None = None
+    replayed: bool = False
+
+
+def checked_finish(
+    task_id: object, turn_id: object, outcome: object, cost: object, requeue: object
+) -> TaskStatusName:
+    """TRN-9: `finish_turn`'s arguments checked before a store reads anything - a str task
+    id, a non-empty str turn id, a known outcome (TRN-10), a TurnCost / a CostRow of this
+    task / None, a bool `requeue` - and the status the task is to get
+    (`finished_status`). TypeError / ValueError naming the argument otherwise."""
+    if not isinstance(task_id, str):
+        raise TypeError(f"task_id: expected a string, got {type(task_id).__name__}")
+    if not isinstance(turn_id, str) or not turn_id:
+        raise ValueError(f"turn_id: expected a non-empty string, got {turn_id!r}")
+    if not isinstance(requeue, bool):
+        raise TypeError(f"requeue: expected True or False, got {type(requeue).__name__}")
+    if isinstance(cost, CostRow):
+        if cost.task_id != task_id:
+            raise ValueError(
+                f"cost: the row is for task {cost.task_id!r}, not {task_id!r} "
+                "(give a TurnCost and the store fills in the task and the round)"
+            )
+    elif cost is not None and not isinstance(cost, TurnCost):
+        raise TypeError(f"cost: expected a TurnCost, a CostRow or None, got {type(cost).__name__}")
+    return finished_status(outcome, requeue=requeue)
 
 
 @attrs.frozen

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
+from decimal import Decimal
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -24,11 +25,15 @@ from markertools.domain.model import (
     AuditRecord,
     Automation,
     CostRow,
+    FinishedTurn,
     LineageLink,
     Project,
     Quota,
+    StartKind,
     Task,
     Todo,
+    TurnCost,
+    TurnOutcome,
 )
 from markertools.text.msg import Msg
 
@@ -88,6 +93,20 @@ class FileRefused:
 
 
 FileAnswer = FileListing | FileText | FileRefused
+
+
+@attrs.frozen
+class Claim:
+    """What `TaskClaimer.claim_task` hands a worker (INJ-1): the claimed task (now
+    `running` on the host), what kind of start this is (`start_kind`, decided from the
+    data in the claim's transaction) and the follow-ups that were queued for it - taken,
+    i.e. marked consumed, in the same transaction. A CONTINUATION claim's follow-ups are
+    the agent's next input; send them, not a report's texts (the queue is the only
+    channel, TRN-6)."""
+
+    task: Task
+    start: StartKind
+    followups: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -332,7 +351,8 @@ class DeliveryJournal(Protocol):
     applies each block's effect at most once: one row per (sender, turn id, position),
     opaque JSON text the delivery loop writes and reads back (`markertools.deliver.codec`).
     Positions: 0.. the blocks in execution order, -1 the queued report, -2 the finished
-    delivery's report. Three methods are all a store needs."""
+    delivery's report, -3 the digest of the turn's input (a turn id delivered again with
+    other input is refused). Three methods are all a store needs."""
 
     def block_entries(self, sender: str, turn_id: str) -> Mapping[int, str]:
         """Position -> stored row of everything already recorded for this turn."""
@@ -354,7 +374,15 @@ class TaskClaimer(Protocol):
 
     def claim_next_task(self, project_id: str, host: str) -> Task | None:
         """Compare-and-set the oldest queued task of `project_id` to running on `host`
-        and return it; None when none is queued. Two hosts never claim one task."""
+        and return it; None when none is queued. Two hosts never claim one task.
+        (Kept for compatibility: `claim_task` also says what kind of start it is.)"""
+        ...
+
+    def claim_task(self, project_id: str, host: str) -> Claim | None:
+        """INJ-1: claim like `claim_next_task` and, in the same transaction, take the
+        task's queued follow-ups (consumed, in queue order) and read its latest attempt;
+        the Claim's `start` is `markertools.start_kind(task, latest_attempt, followups)`.
+        None when no task is queued."""
         ...
 
 
@@ -397,11 +425,44 @@ class RecordWriter(Protocol):
 
     def put_quota(self, quota: Quota) -> None: ...
 
-    def charge_quota(self, user: str, usd: float) -> Quota | None:
-        """Add `usd` to the user's spent amount; None when the user has no quota."""
+    def charge_quota(self, user: str, usd: Decimal | int | float | str) -> Quota | None:
+        """Add `usd` (money: whole micro-dollars, exact; a negative amount is a
+        ValueError) to the user's spent amount atomically; None when the user has no
+        quota."""
         ...
 
-    def record_cost(self, row: CostRow) -> None: ...
+    def record_cost(self, row: CostRow) -> None:
+        """Append a cost row. A row for a task the store lacks is refused with the
+        store's documented unknown-task error (markertools_adapters.errors.UnknownTask for
+        the bundled stores), nothing written."""
+        ...
+
+
+class TurnFinisher(Protocol):
+    """TRN-9: the unit of work at the end of a turn."""
+
+    def finish_turn(
+        self,
+        task_id: str,
+        turn_id: str,
+        *,
+        outcome: TurnOutcome | str,
+        result_text: str | None = None,
+        error_text: str | None = None,
+        cost: TurnCost | CostRow | None = None,
+        requeue: bool = False,
+    ) -> FinishedTurn:
+        """In ONE transaction, at most once per (task_id, turn_id): compare-and-set the
+        task from `running` to `finished_status(outcome, requeue=requeue)` with
+        `result_text` / `error_text` (when given); record `cost` as the task's cost row
+        (a TurnCost gets the task's next round: 1 + the highest round so far, or 1); and
+        charge the task creator's quota with a priced cost's dollars (no creator or no
+        quota record: nothing charged). A task no longer running is left as it is, its
+        cost still recorded and charged (`changed=False`). Calling it again with the
+        same (task_id, turn_id) changes nothing and returns the first result with
+        `replayed=True`. An unknown task raises the unknown-task error and writes
+        nothing; a bad outcome is a ValueError (TRN-10)."""
+        ...
 
 
 @attrs.frozen

@@ -4,8 +4,10 @@
 # (see markertools_adapters.first_turn) and keeps the result in memory only.
 #
 # Invariants:
-#   Rule 1 (INJ-1): only fresh starts ("fresh", "retry") get anything; continuation,
-#           checkpoint and manual starts (and unknown ones) get the prompt unchanged.
+#   Rule 1 (INJ-1, INJ-1): only fresh starts ("fresh", "retry", "resume") get anything;
+#           continuation, checkpoint and manual starts get the prompt unchanged. The start
+#           is a `StartKind`: any other value raises ValueError naming the allowed ones
+#           (when `InjectionInputs` is built), so a typo never silently drops an injection.
 #   Rule 2 (INJ-2): sections appear in the order project, todos, memory, resume preamble,
 #           then the original prompt, verbatim.
 #   Rule 3 (INJ-3/4/5): coordinators get nothing; goal tasks get only the project context,
@@ -30,9 +32,11 @@ from markertools.domain.model import (
     UNFINISHED_TODO_STATUSES,
     Attempt,
     Project,
+    StartKind,
     Task,
     Todo,
     is_goal_task,
+    start_kind_of,
 )
 from markertools.domain.ports import RandomSource, TodoListing
 from markertools.inject.attempts import one_line, preamble_applies, resume_preamble
@@ -40,11 +44,14 @@ from markertools.inject.framing import frame_data
 from markertools.inject.inert import inert
 from markertools.text.msg import Msg, msg
 
-START_KINDS: Final[tuple[str, ...]] = ("fresh", "retry", "continuation", "checkpoint", "manual")
-# "fresh": the first claim, or a platform restart from the original prompt (the ledger
-# decides whether a resume preamble applies); "retry": the claim after a task-retry or
+START_KINDS: Final[tuple[str, ...]] = tuple(k.value for k in StartKind)
+# "fresh": the first claim (or, as before StartKind, a platform restart: the ledger
+# decides whether a resume preamble applies); "resume": the claim after a platform
+# restart (the ledger's row gives the preamble); "retry": the claim after a task-retry or
 # another manual retry (fresh, but manual retries carry no preamble, ATT-2/ATT-4).
-FRESH_STARTS: Final[frozenset[str]] = frozenset({"fresh", "retry"})
+FRESH_STARTS: Final[frozenset[str]] = frozenset(
+    {StartKind.FRESH, StartKind.RETRY, StartKind.RESUME}
+)
 INJECTED_TODOS: Final[int] = 20  # INJ-4
 TODO_TITLE_CHARS: Final[int] = 100  # INJ-4
 FIELD_CHARS: Final[int] = 200  # project / repository / environment values, one line each
@@ -64,7 +71,7 @@ class InjectionInputs:
     lookup); `todos` None = not fetched (e.g. goal tasks); `attempt` = latest_attempt."""
 
     task: Task
-    start: str = "fresh"
+    start: StartKind = attrs.field(default=StartKind.FRESH, converter=start_kind_of)
     project: Project | LookupFailed | None = None
     todos: TodoListing | LookupFailed | None = None
     memory: tuple[str, ...] = ()
@@ -191,7 +198,8 @@ def _prepend(sections: Sequence[str], original: str) -> str:
 def assemble_first_turn(
     inputs: InjectionInputs, random: RandomSource, locale: str = "en"
 ) -> FirstTurnPrompt:
-    """INJ-1..5 (+INJ-7): the first-turn prompt (and goal) for `inputs.task`."""
+    """INJ-1..5 (+INJ-7): the first-turn prompt (and goal) for `inputs.task`. The start
+    was checked when `inputs` was built (INJ-1: an unknown one raised ValueError)."""
     task = inputs.task
     unchanged_goal = task.goal
     if inputs.start not in FRESH_STARTS:
@@ -237,7 +245,7 @@ def assemble_first_turn(
         texts.append(memory_text)
 
     if not goal_task:
-        if inputs.start != "fresh":
+        if inputs.start == StartKind.RETRY:
             notes.append(msg("inject.note_retry_no_preamble"))
         elif preamble_applies(inputs.attempt, task):
             preamble = resume_preamble(inputs.attempt, random, locale)
@@ -245,6 +253,8 @@ def assemble_first_turn(
             if preamble is not None:
                 names.append("resume")
                 texts.append(preamble)
+        elif inputs.start == StartKind.RESUME:
+            notes.append(msg("inject.note_resume_no_attempt"))
 
     prompt = _prepend(texts, task.prompt) if texts else task.prompt
     goal = unchanged_goal

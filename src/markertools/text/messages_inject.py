@@ -44,8 +44,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     },
     "inject.memory_header": {"en": "[Memory]", "zh": "[记忆]"},
     "inject.note_not_fresh": {
-        "en": "no injection: start '{start}' is not a fresh start (only 'fresh' and 'retry' are)",
-        "zh": "不注入：启动方式“{start}”不是全新启动（只有 fresh 与 retry 是）",
+        "en": "no injection: start '{start}' is not a fresh start (only 'fresh', 'retry' and 'resume' are)",
+        "zh": "不注入：启动方式“{start}”不是全新启动（只有 fresh、retry 与 resume 是）",
     },
     "inject.note_coordinator": {
         "en": "no injection: coordinator tasks get none",
@@ -74,6 +74,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     "inject.note_assembly_failed": {
         "en": "no injection: assembling the first-turn prompt failed ({error}); the prompt is unchanged",
         "zh": "不注入：组装首轮提示失败（{error}）；提示保持原样",
+    },
+    "inject.note_resume_no_attempt": {
+        "en": "no resume preamble: the ledger records no platform restart after the task's last manual retry",
+        "zh": "无重跑前言：台账中没有该任务最近一次手动重试之后的平台重启记录",
     },
     "inject.note_retry_no_preamble": {
         "en": "no resume preamble: a claim after a manual retry gets none",

@@ -30,6 +30,7 @@ from markertools import Automation, AutomationNameTaken, apply_claim, is_due, ne
 from markertools_adapters._sql._codec import RecordCodec, Tables
 from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._rows import get_by_id
+from markertools_adapters.errors import StoreError
 
 _NAME_CLASH: Final[str] = " ON CONFLICT (project_id, name) WHERE status = 'active' DO NOTHING"
 
@@ -109,7 +110,9 @@ class AutomationMixin:
         row = automation_row(codec, automation)
         try:
             written = self._db.run(automation_insert_sql(codec) + _NAME_CLASH, row)
-        except codec.dialect.duplicate_key as exc:
+        except StoreError as exc:
+            if not codec.dialect.is_duplicate_key(exc):
+                raise
             raise ValueError(f"automation id {automation.id!r} already exists") from exc
         if written != 1:  # Rule 3: the partial unique index kept the other active row
             if self.get_automation(automation.id) is not None:  # the id, as in memory

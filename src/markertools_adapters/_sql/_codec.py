@@ -20,6 +20,9 @@
 #           text, go through the dialect's lossless text_in / text_out.
 #   Rule 5: column order in every SELECT is the record's field order, so `decode` is a
 #           positional zip; every column name is quoted (`user`, `round` are keywords).
+#   Rule 6 (CST-2): a money field (a Decimal, markertools.money) `x` is the integer column
+#           `x_micros` holding whole micro-dollars: exact in both engines, summed in SQL
+#           without rounding, and decoded to the same canonical Decimal the record holds.
 from __future__ import annotations
 
 import typing
@@ -38,10 +41,12 @@ from markertools import (
     Quota,
     Task,
     Todo,
+    from_micros,
+    to_micros,
 )
 from markertools_adapters._sql._dialect import Dialect
 
-ColumnKind = Literal["text", "int", "float", "bool", "environment"]
+ColumnKind = Literal["text", "int", "float", "bool", "environment", "money"]
 
 # attrs field annotation (a string: the model uses `from __future__ import annotations`)
 # -> (codec kind, nullable)
@@ -54,6 +59,8 @@ _KINDS: Final[dict[str, tuple[ColumnKind, bool]]] = {
     "float | None": ("float", True),
     "bool": ("bool", False),
     "Environment | None": ("environment", True),
+    "Decimal": ("money", False),
+    "Decimal | None": ("money", True),
 }
 _INT64: Final[range] = range(-(2**63), 2**63)
 
@@ -64,9 +71,14 @@ Decoder = Callable[[Any], object]  # stored non-null value -> Python value
 
 @attrs.frozen
 class Column:
-    name: str
+    name: str  # the record's field
     kind: ColumnKind
     nullable: bool
+
+    @property
+    def sql_name(self) -> str:
+        """The table's column (Rule 6: a money field `x` is stored as `x_micros`)."""
+        return f"{self.name}_micros" if self.kind == "money" else self.name
 
 
 def _annotation(tp: object) -> str:
@@ -134,6 +146,9 @@ def _encoders(dialect: Dialect) -> dict[ColumnKind, Encoder]:
             raise TypeError(f"{where}: expected a number, got {type(value).__name__}")
         return float(value)
 
+    def micros(value: object, where: str) -> object:
+        return to_micros(value, where)  # Rule 6 (TypeError / ValueError naming `where`)
+
     def environment(value: object, where: str) -> object:
         if not isinstance(value, Environment):
             raise TypeError(f"{where}: expected an Environment, got {type(value).__name__}")
@@ -151,6 +166,7 @@ def _encoders(dialect: Dialect) -> dict[ColumnKind, Encoder]:
         "int": integer,
         "float": number,
         "environment": environment,
+        "money": micros,
     }
 
 
@@ -169,7 +185,12 @@ def _decoders(dialect: Dialect) -> dict[ColumnKind, Decoder | None]:
         "int": int,
         "float": float,
         "environment": environment,
+        "money": _money_out,
     }
+
+
+def _money_out(stored: Any) -> object:
+    return from_micros(int(stored))
 
 
 def _opt(dialect: Dialect, value: object) -> str | None:
@@ -197,7 +218,8 @@ class RecordCodec(Generic[R]):
         self.columns = record_columns(cls, dialect)
         self.by_name = {column.name: column for column in self.columns}
         self.names = tuple(column.name for column in self.columns)
-        self.select_list = ", ".join(quote(name) for name in self.names)
+        self.sql_names = tuple(column.sql_name for column in self.columns)
+        self.select_list = ", ".join(quote(name) for name in self.sql_names)
         self.select_sql = f"SELECT {self.select_list} FROM {table}"
         self.insert_sql = (
             f"INSERT INTO {table} ({self.select_list}) VALUES ({dialect.params(len(self.names))})"
@@ -228,12 +250,15 @@ class RecordCodec(Generic[R]):
         return self.cls(**values)
 
     def encode_changes(self, changes: Mapping[str, object]) -> list[tuple[str, object]]:
-        """A `changes` mapping -> [(column, value)]; key and fixed columns cannot change
-        (ValueError naming them, like the memory model)."""
+        """A `changes` mapping of fields -> [(column, value)]; key and fixed columns cannot
+        change (ValueError naming them, like the memory model)."""
         refused = sorted(name for name in changes if name not in self.by_name or name in self.fixed)
         if refused:
             raise ValueError(f"{self.table} fields cannot be changed: {', '.join(refused)}")
-        return [(name, self.encode_value(name, value)) for name, value in changes.items()]
+        return [
+            (self.by_name[name].sql_name, self.encode_value(name, value))
+            for name, value in changes.items()
+        ]
 
 
 class Tables:

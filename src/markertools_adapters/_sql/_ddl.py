@@ -39,3 +39,8 @@ ACTIVE_NAME_INDEX: Final[str] = (
 
 # claim_next_task: the oldest queued task of a project, in the order the claim reads it
 CLAIM_INDEX: Final[str] = "CREATE INDEX tasks_claim ON tasks (project_id, status, created_at, id)"
+
+# ---- step 6 (both schemas): money in micro-dollars ---------------------------------------
+
+# the costs lookup of step 2, created again when SQLite rebuilds the costs table
+COSTS_INDEX: Final[str] = next(i for i in LOOKUP_INDEXES if " costs_task " in i)

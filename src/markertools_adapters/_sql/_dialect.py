@@ -82,7 +82,9 @@ class Dialect:
     name: str  # in messages: "no SQLite codec for ..."
     param: str  # the driver's placeholder: "?" or "%s"
     container: str  # what holds the tables, in messages: "database" or "schema"
-    duplicate_key: type[Exception]  # what the driver raises for a duplicate key
+    # what the driver raises for a duplicate key (wrapped by the connection layer, TRN-8:
+    # test with `is_duplicate_key`)
+    duplicate_key: type[Exception]
     bool_in: Callable[[bool], object]  # a bool as bound (0/1 or a real boolean)
     json_in: Callable[[Mapping[str, str | None]], object]  # a JSON object as bound
     json_out: Callable[[object], Mapping[str, Any]]  # a stored JSON object back
@@ -95,6 +97,11 @@ class Dialect:
     text_in: Callable[[str], str] = _same  # Rule 2
     text_out: Callable[[str], str] | None = None  # None: stored text is the text
     table_suffix: str = ""  # after a CREATE TABLE's closing parenthesis (" STRICT")
+
+    def is_duplicate_key(self, exc: BaseException) -> bool:
+        """Whether `exc` (the store's error, TRN-8, or the driver's own) is a duplicate key:
+        the connection layer wraps the driver's exception, keeping it as `__cause__`."""
+        return isinstance(exc, self.duplicate_key) or isinstance(exc.__cause__, self.duplicate_key)
 
     def sql(self, text: str) -> str:
         """Rule 1: shared `?` text -> this engine's statement text."""

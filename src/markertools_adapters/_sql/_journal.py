@@ -1,7 +1,9 @@
 # Owns: the SQL DeliveryJournal (TRN-9) shared by SQLite and PostgreSQL: the rows of
 # turns delivered with a turn id (`delivery_blocks`, migration step 4: each applied
-# block, the queued report, the finished report), and `atomic()`, the store's one transaction around
-# a block's effect and its journal row (the connection layer's `atomic`).
+# block, the queued report, the finished report and the digest of the turn's input - a
+# position row, so no schema change: older databases keep working as they are), and
+# `atomic()`, the store's one transaction around a block's effect and its journal row
+# (the connection layer's `atomic`).
 #
 # Invariants:
 #   Rule 1: a block's row is written inside the same transaction as its effect (the

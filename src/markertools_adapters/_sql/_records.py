@@ -67,7 +67,7 @@ class RecordsMixin:
             d.sql(
                 "SELECT coalesce(sum(c.tokens), 0) FROM tasks AS t JOIN costs AS c"
                 " ON c.task_id = t.id WHERE t.created_by = ? AND NOT c.estimated"
-                " AND NOT (c.priced AND c.usd IS NOT NULL)"  # not is_priced(row)
+                " AND NOT (c.priced AND c.usd_micros IS NOT NULL)"  # not is_priced(row)
             ),
             (d.bind_text(user),),
         )

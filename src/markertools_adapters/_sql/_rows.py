@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from markertools import TASK_STATUSES, TODO_STATUSES, Task, TaskChange, Todo, refuse_bad_status
 from markertools_adapters._sql._codec import RecordCodec, Tables, quote
 from markertools_adapters._sql._dialect import Database, Statement
+from markertools_adapters.errors import StoreError
 
 R = TypeVar("R")
 
@@ -39,7 +40,9 @@ def insert_new(db: Database, codec: RecordCodec[R], record: R, what: str) -> Non
     values = codec.encode(record)
     try:
         db.run(codec.insert_sql, values)
-    except codec.dialect.duplicate_key as exc:
+    except StoreError as exc:
+        if not codec.dialect.is_duplicate_key(exc):
+            raise
         key = ", ".join(repr(getattr(record, name)) for name in codec.key)
         raise ValueError(f"{what} {key} already exists") from exc
 

@@ -1,6 +1,7 @@
 # Owns: the worker-loop ports on both SQL adapters - TaskClaimer (claim_next_task),
 # FollowupTaker (take_followups), AutomationAdmin (SCH-7) and RecordWriter (projects,
-# permissions, quotas, cost rows) - as a mixin over `self._db` and `self._tables`.
+# permissions, quotas; cost rows and charges are _finish.py's) - as a mixin over
+# `self._db` and `self._tables`.
 #
 # Must never: decide a claim in Python outside the write transaction; hand one task or one
 # follow-up to two callers.
@@ -14,6 +15,9 @@
 #   Rule 2: take_followups is one write transaction: the unconsumed rows (locked) in seq
 #           order, then each marked consumed; a concurrent taker waits for the lock and
 #           then sees them consumed (READ COMMITTED re-checks the WHERE).
+#   Rule 4 (INJ-1): claim_task is Rules 1 and 2 and the latest attempt's read in ONE write
+#           transaction; the start comes from the pure `claim_of`. A failed claim takes
+#           nothing (the transaction rolls back).
 #   Rule 3 (SCH-5, AUT-3): every automation change rewrites `next_run_at` from the pure
 #           schedule in the same statement; becoming active against the partial unique
 #           index raises AutomationNameTaken, never a duplicate-key error.
@@ -24,11 +28,22 @@ from typing import Any
 
 import attrs
 
-from markertools import Automation, AutomationNameTaken, CostRow, Project, Quota, Task
+from markertools import (
+    Attempt,
+    Automation,
+    AutomationNameTaken,
+    Claim,
+    Project,
+    Quota,
+    Task,
+    checked_attempt,
+    claim_of,
+)
 from markertools_adapters._sql._automations import stored_next_run_at
 from markertools_adapters._sql._codec import Tables, quote, text_value
-from markertools_adapters._sql._dialect import Database
+from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._rows import get_by_id
+from markertools_adapters.errors import StoreError
 
 _AUTOMATION_CHANGES = frozenset({"prompt", "interval_seconds", "first_run_at", "run_once"})
 
@@ -40,49 +55,80 @@ class WorkerMixin:
     # ---- TaskClaimer -------------------------------------------------------------------
 
     def claim_next_task(self, project_id: str, host: str) -> Task | None:
+        with self._db.write() as conn:
+            return self._claim_in(conn, project_id, host)
+
+    def claim_task(self, project_id: str, host: str) -> Claim | None:
+        with self._db.write() as conn:  # Rule 4: one transaction
+            task = self._claim_in(conn, project_id, host)
+            if task is None:
+                return None
+            followups = self._take_in(conn, task.id)
+            attempt = self._latest_attempt_in(conn, task.id)
+        return claim_of(task, attempt, followups)
+
+    def _claim_in(self, conn: Executor, project_id: str, host: str) -> Task | None:
+        """Rule 1, inside the caller's write transaction."""
         tasks, d = self._tables.tasks, self._tables.dialect
         pid = d.bind_text(text_value(project_id, "project_id"))
         bound_host = tasks.encode_value("host", host)
-        with self._db.write() as conn:
-            row = conn.execute(
-                d.sql(
-                    "SELECT id FROM tasks WHERE project_id = ? AND status = 'queued'"
-                    f" ORDER BY created_at, id LIMIT 1{d.skip_locked}"
-                ),
-                (pid,),
-            ).fetchone()
-            if row is None:
-                return None
-            cursor = conn.execute(
-                d.sql(
-                    "UPDATE tasks SET status = 'running', host = ? WHERE id = ? AND status = 'queued'"
-                ),
-                (bound_host, row[0]),
-            )
-            if cursor.rowcount != 1:  # the row is locked by this transaction; stay safe
-                return None
-            claimed = conn.execute(d.sql(f"{tasks.select_sql} WHERE id = ?"), (row[0],)).fetchone()
+        row = conn.execute(
+            d.sql(
+                "SELECT id FROM tasks WHERE project_id = ? AND status = 'queued'"
+                f" ORDER BY created_at, id LIMIT 1{d.skip_locked}"
+            ),
+            (pid,),
+        ).fetchone()
+        if row is None:
+            return None
+        cursor = conn.execute(
+            d.sql(
+                "UPDATE tasks SET status = 'running', host = ? WHERE id = ? AND status = 'queued'"
+            ),
+            (bound_host, row[0]),
+        )
+        if cursor.rowcount != 1:  # the row is locked by this transaction; stay safe
+            return None
+        claimed = conn.execute(d.sql(f"{tasks.select_sql} WHERE id = ?"), (row[0],)).fetchone()
         return None if claimed is None else tasks.decode(claimed)
+
+    def _latest_attempt_in(self, conn: Executor, task_id: str) -> Attempt | None:
+        """ATT-3 inside the caller's transaction: a malformed row is None."""
+        attempts, d = self._tables.attempts, self._tables.dialect
+        row = conn.execute(
+            d.sql(f"{attempts.select_sql} WHERE task_id = ? ORDER BY attempt_no DESC LIMIT 1"),
+            (d.bind_text(task_id),),
+        ).fetchone()
+        if row is None:
+            return None
+        try:
+            return checked_attempt(attempts.decode(row))
+        except Exception:  # a row the codec cannot read is malformed (ATT-3)
+            return None
 
     # ---- FollowupTaker -----------------------------------------------------------------
 
     def take_followups(self, task_id: str) -> tuple[str, ...]:
+        with self._db.write() as conn:
+            return self._take_in(conn, task_id)
+
+    def _take_in(self, conn: Executor, task_id: str) -> tuple[str, ...]:
+        """Rule 2, inside the caller's write transaction."""
         d = self._tables.dialect
         tid = d.bind_text(text_value(task_id, "task_id"))
-        with self._db.write() as conn:
-            rows = conn.execute(
-                d.sql(
-                    "SELECT seq, text FROM followups WHERE task_id = ? AND NOT consumed"
-                    f" ORDER BY seq{d.lock_row}"
-                ),
-                (tid,),
-            ).fetchall()
-            if rows:
-                d.execute_many(
-                    conn,
-                    d.sql("UPDATE followups SET consumed = ? WHERE seq = ?"),
-                    [(d.bool_in(True), seq) for seq, _ in rows],
-                )
+        rows = conn.execute(
+            d.sql(
+                "SELECT seq, text FROM followups WHERE task_id = ? AND NOT consumed"
+                f" ORDER BY seq{d.lock_row}"
+            ),
+            (tid,),
+        ).fetchall()
+        if rows:
+            d.execute_many(
+                conn,
+                d.sql("UPDATE followups SET consumed = ? WHERE seq = ?"),
+                [(d.bool_in(True), seq) for seq, _ in rows],
+            )
         return tuple(d.stored_text(text) for _, text in rows)
 
     # ---- AutomationAdmin ---------------------------------------------------------------
@@ -133,7 +179,9 @@ class WorkerMixin:
                     d.sql(f"UPDATE automations SET {assignments}, next_run_at = ? WHERE id = ?"),
                     (*(value for _, value in sets), stored_next_run_at(updated), aid),
                 )
-        except d.duplicate_key as exc:  # the partial unique index of step 3 (AUT-3)
+        except StoreError as exc:  # the partial unique index of step 3 (AUT-3)
+            if not d.is_duplicate_key(exc):
+                raise
             current_row = get_by_id(self._db, codec, automation_id)
             project = current_row.project_id if current_row is not None else "?"
             name = current_row.name if current_row is not None else "?"
@@ -201,20 +249,3 @@ class WorkerMixin:
         with self._db.write() as conn:
             conn.execute(d.sql('DELETE FROM quotas WHERE "user" = ?'), (d.bind_text(quota.user),))
             conn.execute(codec.insert_sql, values)
-
-    def charge_quota(self, user: str, usd: float) -> Quota | None:
-        codec, d = self._tables.quotas, self._tables.dialect
-        amount = codec.encode_value("used_usd", usd)
-        u = d.bind_text(text_value(user, "user"))
-        with self._db.write() as conn:
-            cursor = conn.execute(
-                d.sql('UPDATE quotas SET used_usd = used_usd + ? WHERE "user" = ?'), (amount, u)
-            )
-            if cursor.rowcount != 1:
-                return None
-            row = conn.execute(d.sql(f'{codec.select_sql} WHERE "user" = ?'), (u,)).fetchone()
-        return None if row is None else codec.decode(row)
-
-    def record_cost(self, row: CostRow) -> None:
-        costs = self._tables.costs
-        self._db.run(costs.insert_sql, costs.encode(row))

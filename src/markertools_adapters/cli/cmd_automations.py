@@ -41,6 +41,7 @@ from markertools import (
 )
 from markertools_adapters.cli._app import UsageFailure, WordsTyper, app, fail
 from markertools_adapters.cli._io import emit_json
+from markertools_adapters.executors import NoopExecutor
 
 automations_app = WordsTyper(
     help="Automations on a database: list, fire the due ones, pause, resume, update, delete "
@@ -177,7 +178,9 @@ def automations_fire(
         at = parse_time(now, "--now") if now is not None else None
         with _opened(db) as store:
             when = at if at is not None else _store_now(store)
-            ports = store_ports(store, clock=VirtualClock(when), random=SystemRandom())
+            ports = store_ports(
+                store, clock=VirtualClock(when), random=SystemRandom(), executor=NoopExecutor()
+            )
             fired = fire_due_automations(ports, when)
     except UsageFailure as exc:
         fail(str(exc))

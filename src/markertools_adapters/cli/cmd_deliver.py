@@ -117,7 +117,7 @@ def deliver_json(
         "delivered": report.delivered,
         "entries": entries_json(report),
         "message": report.message,
-        "followups": list(report.followups),
+        "followups": list(report.queued_followups),
         "world": world_to_json(after),
         "world_scope": world_scope,
         "turn_id": report.turn_id,

@@ -26,6 +26,7 @@ from markertools import LOCALES, DeliveryReport, FiredRun, deliver_turn, fire_du
 from markertools_adapters.cli._app import UsageFailure, app, fail
 from markertools_adapters.cli._io import emit_json, make_parent_dirs
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World, loads_world
 
@@ -71,7 +72,9 @@ def run_demo_with_automations(
     store: Any = create_store_from_world(world, keep if keep is not None else ":memory:")
     try:
         clock = VirtualClock(world.now)
-        ports = store_ports(store, clock=clock, random=SeededRandom(DEMO_SEED))
+        ports = store_ports(
+            store, clock=clock, random=SeededRandom(DEMO_SEED), executor=NoopExecutor()
+        )
         before = store.export_world(clock.now())
         report = deliver_turn(
             demo_turn(), sender=DEMO_SENDER, outcome="completed", ports=ports, locale=locale

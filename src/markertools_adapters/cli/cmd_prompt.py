@@ -105,9 +105,10 @@ def prompt_command(
         typer.Option(
             "--start",
             help=(
-                "How the task starts: fresh (first claim or platform restart), retry (after a "
-                "task-retry or other manual retry), continuation, checkpoint or manual; only "
-                "fresh and retry get an injection."
+                "How the task starts (what `claim_task` says): fresh (first claim), retry "
+                "(after a task-retry or other manual retry), resume (after a platform "
+                "restart), continuation, checkpoint or manual; only fresh, retry and resume "
+                "get an injection."
             ),
         ),
     ] = "fresh",

@@ -24,6 +24,7 @@ import typer
 
 from markertools_adapters.cli._app import UsageFailure, fail, world_app
 from markertools_adapters.cli._io import make_parent_dirs
+from markertools_adapters.errors import StoreError, StoreUnavailable
 from markertools_adapters.world import World, WorldFileError, dumps_world, merge_worlds
 
 
@@ -51,6 +52,7 @@ def _summary(world: World) -> str:
 def load_command(world_file: Path, db: Path | str) -> str:
     """Create `db` (a file, or a postgresql:// URL's empty schema) from `world_file`;
     returns the confirmation line."""
+    from markertools_adapters._sql import SchemaError
     from markertools_adapters.cli._io import load_world_path
     from markertools_adapters.stores import create_db_from_world, is_postgres_url, redact
 
@@ -67,7 +69,9 @@ def load_command(world_file: Path, db: Path | str) -> str:
         store = create_db_from_world(world, db)
     except FileExistsError as exc:
         raise UsageFailure(f"--db {db}: {exc}") from None
-    except (ValueError, TypeError, sqlite3.Error, OSError) as exc:
+    except (SchemaError, StoreUnavailable) as exc:  # the database, not the world
+        raise UsageFailure(f"--db {redact(db)}: {exc}") from None
+    except (ValueError, TypeError, sqlite3.Error, StoreError, OSError) as exc:
         raise UsageFailure(f"{world_file}: cannot be stored: {exc}") from None
     except Exception as exc:  # PostgreSQL: server unreachable, schema refused, ...
         raise UsageFailure(f"--db {redact(db)}: {exc}") from None
@@ -118,7 +122,7 @@ def merge_command(world_file: Path, db: Path | str) -> str:
         try:
             create_db_from_world(added, staged).close()
             _copy_tables(staged, path, WORLD_TABLES)
-        except (ValueError, TypeError, sqlite3.Error, OSError) as exc:
+        except (ValueError, TypeError, sqlite3.Error, StoreError, OSError) as exc:
             raise UsageFailure(f"{world_file}: cannot be merged into {db}: {exc}") from None
     return f"merged {world_file} into {db}: added {_summary(added)}"
 

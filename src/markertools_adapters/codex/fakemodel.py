@@ -7,8 +7,10 @@
 # `x-codex-secondary-*` rate-limit headers codex turns into
 # `account/rateLimits/updated`. Every request is recorded.
 #
-# `main` is also the README's demo wrapper (`python -m ...fakemodel -- COMMAND`): it
-# runs COMMAND against the fake and exits with COMMAND's code.
+# `main` is also the README's demo wrapper (`python -m ...fakemodel [--replies FILE] --
+# COMMAND`, docs/fake-model.md): it runs COMMAND against the fake and exits with
+# COMMAND's code; with `--replies` the fake answers turn N with the file's reply N (text
+# with marker blocks, so a worker under it delivers them), then echoes.
 #
 # Must never: listen on anything but the loopback address, send an event the
 # Responses stream does not define, or die of the Ctrl-C its COMMAND handles (no
@@ -501,11 +503,55 @@ def _echo_reply(body: Any) -> Text:
     return Text(f"(fake model) Done: {first}\nNothing else to report.")
 
 
+REPLY_SEPARATOR = "%%"  # a line of its own between two replies of a --replies text file
+
+
+def read_replies(path: str) -> list[str]:
+    """The replies of a `--replies` file, one per turn, in order (docs/fake-model.md):
+
+    - `*.jsonl`: one JSON value per non-blank line, a string or {"text": "..."};
+    - any other file: text, the replies separated by lines that are exactly `%%`;
+      surrounding blank lines of each reply are dropped, and so is an empty reply.
+
+    ValueError naming the file (and the line of a bad JSON value) when it cannot be used."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--replies {path}: cannot read it ({exc})") from None
+    if path.endswith(".jsonl"):
+        replies: list[str] = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError as exc:
+                raise ValueError(f"--replies {path} line {number}: not JSON ({exc})") from None
+            if isinstance(value, dict) and isinstance(value.get("text"), str):
+                value = value["text"]
+            if not isinstance(value, str):
+                raise ValueError(
+                    f'--replies {path} line {number}: expected a string or {{"text": ...}}'
+                )
+            replies.append(value)
+        return replies
+    chunks: list[list[str]] = [[]]
+    for line in text.splitlines():
+        if line.rstrip() == REPLY_SEPARATOR:
+            chunks.append([])
+        else:
+            chunks[-1].append(line)
+    return [reply for chunk in chunks if (reply := "\n".join(chunk).strip("\n")).strip()]
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m markertools_adapters.codex.fakemodel [--home DIR] [--] COMMAND ...`:
-    start the fake on 127.0.0.1, write an offline CODEX_HOME wired to it, and run
-    COMMAND with that environment (CODEX_HOME, HOME, the key variable); without a
-    command, print the environment and serve until interrupted."""
+    """`python -m markertools_adapters.codex.fakemodel [--home DIR] [--replies FILE]
+    [--] COMMAND ...`: start the fake on 127.0.0.1, write an offline CODEX_HOME wired to
+    it, and run COMMAND with that environment (CODEX_HOME, HOME, the key variable);
+    without a command, print the environment and serve until interrupted. Turn N is
+    answered with reply N of `--replies FILE` (read_replies), later turns with an echo
+    of the instruction (no marker block)."""
     import argparse
     import tempfile
     from pathlib import Path
@@ -514,12 +560,24 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m markertools_adapters.codex.fakemodel")
     parser.add_argument("--home", help="the CODEX_HOME to write (default: a temporary one)")
+    parser.add_argument(
+        "--replies",
+        metavar="FILE",
+        help="the model's reply to each turn, in order: text separated by lines '%%%%', "
+        "or JSON lines (*.jsonl); then an echo",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run")
     args = parser.parse_args(argv)
     command = list(args.command or [])
     if command[:1] == ["--"]:  # only the separator; a `--` inside the command is its own
         command = command[1:]
+    try:
+        replies = read_replies(args.replies) if args.replies else []
+    except ValueError as exc:
+        sys.stderr.write(f"fakemodel: {exc}\n")
+        return 2
     fake = FakeResponses(
+        [Text(reply) for reply in replies],
         default_reply=None,
         rate_limit_headers=rate_limit_headers(12.0, 300, int(time.time()) + 3600),
     )

@@ -8,6 +8,7 @@ area's port methods live in a mixin operating on one `MemoryState` under its loc
 from __future__ import annotations
 
 from markertools import is_priced
+from markertools_adapters._carries import CarriesPorts
 from markertools_adapters.memory._attempts import AttemptMixin
 from markertools_adapters.memory._automations import AutomationMixin
 from markertools_adapters.memory._core import CoreMixin
@@ -20,12 +21,23 @@ from markertools_adapters.world import World
 __all__ = ["MemoryState", "MemoryStore", "is_priced"]
 
 
-class MemoryStore(CoreMixin, TodoMixin, AutomationMixin, AttemptMixin, WorkerMixin, JournalMixin):
+class MemoryStore(
+    CoreMixin, TodoMixin, AutomationMixin, AttemptMixin, WorkerMixin, JournalMixin, CarriesPorts
+):
     """Tasks, todos, automations, projects, permissions, costs and quotas, the attempts
     ledger, the audit log and the follow-up queue, in memory. Thread-safe."""
 
     def __init__(self, state: MemoryState | None = None) -> None:
         self._state = state if state is not None else MemoryState()
+
+    def close(self) -> None:
+        """Nothing to release (the Store protocol: every store closes)."""
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @classmethod
     def from_world(cls, world: World) -> MemoryStore:

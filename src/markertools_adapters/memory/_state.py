@@ -16,6 +16,7 @@ from markertools import (
     AuditRecord,
     Automation,
     CostRow,
+    FinishedTurn,
     Followup,
     Project,
     Quota,
@@ -43,6 +44,8 @@ class MemoryState:
     followups: list[Followup] = attrs.Factory(list)
     # TRN-9: (sender, turn id, position) -> the journal row (JSON)
     delivery_blocks: dict[tuple[str, str, int], str] = attrs.Factory(dict)
+    # TRN-9: (task id, turn id) -> what finish_turn did
+    finished_turns: dict[tuple[str, str], FinishedTurn] = attrs.Factory(dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock, eq=False, repr=False)
 
 

@@ -6,18 +6,46 @@
 #   Rule 1: claim_next_task picks the oldest queued task of the project (created_at, then
 #           id) and sets it running under the state lock: each task is claimed once.
 #   Rule 2: take_followups returns and marks consumed under the state lock, in queue order.
+#   Rule 5 (INJ-1): claim_task is claim_next_task + take_followups + latest_attempt under
+#           one hold of the state lock; the start comes from the pure `claim_of`.
 #   Rule 3 (AUT-3): an automation becomes active only when no other active automation of
 #           its project has its name (AutomationNameTaken, nothing changed).
 #   Rule 4: list_automations never lists a deleted automation.
+#   Rule 5 (TRN-9): finish_turn runs under the state lock inside `atomic()` (a failure puts
+#           every table back): status, cost row, quota charge and the finished-turn record
+#           together, once per (task, turn id).
+#   Rule 6 (CST-2): money is added as Decimals of whole micro-dollars (exact); a cost row
+#           for a task the store lacks is refused (UnknownTask), nothing written.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any, Final
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from markertools import Automation, AutomationNameTaken, CostRow, Project, Quota, Task
+from markertools import (
+    Attempt,
+    Automation,
+    AutomationNameTaken,
+    Claim,
+    CostRow,
+    FinishedTurn,
+    Project,
+    Quota,
+    Task,
+    TurnCost,
+    TurnOutcome,
+    add_micros,
+    checked_finish,
+    claim_of,
+    from_micros,
+    is_priced,
+    to_micros,
+)
+from markertools_adapters.errors import UnknownTask
 from markertools_adapters.memory._automations import name_clash
+from markertools_adapters.memory._journal import JournalMixin
 from markertools_adapters.memory._state import MemoryState
 
 AUTOMATION_CHANGES: Final[frozenset[str]] = frozenset(
@@ -31,8 +59,12 @@ def check_automation_changes(changes: Mapping[str, object]) -> None:
         raise ValueError(f"cannot change automation field(s) {sorted(unknown)}")
 
 
-class WorkerMixin:
+class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
     _state: MemoryState
+
+    if TYPE_CHECKING:  # AttemptMixin's, next in the MemoryStore's bases
+
+        def latest_attempt(self, task_id: str) -> Attempt | None: ...
 
     # ---- TaskClaimer -------------------------------------------------------------------
 
@@ -49,6 +81,14 @@ class WorkerMixin:
             claimed = attrs.evolve(oldest, status="running", host=host)
             self._state.tasks[oldest.id] = claimed
             return claimed
+
+    def claim_task(self, project_id: str, host: str) -> Claim | None:
+        with self._state.lock:  # Rule 5: one hold of the lock, as one transaction
+            task = self.claim_next_task(project_id, host)
+            if task is None:
+                return None
+            followups = self.take_followups(task.id)
+            return claim_of(task, self.latest_attempt(task.id), followups)
 
     # ---- FollowupTaker -----------------------------------------------------------------
 
@@ -114,15 +154,68 @@ class WorkerMixin:
         with self._state.lock:
             self._state.quotas[quota.user] = quota
 
-    def charge_quota(self, user: str, usd: float) -> Quota | None:
+    def charge_quota(self, user: str, usd: Decimal | int | float | str) -> Quota | None:
+        amount = to_micros(usd, "charge_quota usd")
         with self._state.lock:
             current = self._state.quotas.get(user)
             if current is None:
                 return None
-            charged = attrs.evolve(current, used_usd=current.used_usd + float(usd))
+            used = add_micros(to_micros(current.used_usd), amount, "charge_quota usd")
+            charged = attrs.evolve(current, used_usd=from_micros(used))
             self._state.quotas[user] = charged
             return charged
 
     def record_cost(self, row: CostRow) -> None:
+        if not isinstance(row, CostRow):
+            raise TypeError(f"expected a CostRow, got {type(row).__name__}")
         with self._state.lock:
+            if row.task_id not in self._state.tasks:
+                raise UnknownTask(row.task_id, "record_cost")
             self._state.costs.append(row)
+
+    # ---- TurnFinisher (TRN-9) ----------------------------------------------------------
+
+    def finish_turn(
+        self,
+        task_id: str,
+        turn_id: str,
+        *,
+        outcome: TurnOutcome | str,
+        result_text: str | None = None,
+        error_text: str | None = None,
+        cost: TurnCost | CostRow | None = None,
+        requeue: bool = False,
+    ) -> FinishedTurn:
+        status = checked_finish(task_id, turn_id, outcome, cost, requeue)
+        state = self._state
+        with state.lock, self.atomic():
+            first = state.finished_turns.get((task_id, turn_id))
+            if first is not None:
+                return attrs.evolve(first, replayed=True)
+            task = state.tasks.get(task_id)
+            if task is None:
+                raise UnknownTask(task_id, "finish_turn")
+            changed = task.status == "running"
+            if changed:
+                fields: dict[str, Any] = {"status": status}
+                if result_text is not None:
+                    fields["result_text"] = result_text
+                if error_text is not None:
+                    fields["error_text"] = error_text
+                task = attrs.evolve(task, **fields)
+                state.tasks[task_id] = task
+            row: CostRow | None = None
+            charged: Quota | None = None
+            if cost is not None:
+                if isinstance(cost, TurnCost):
+                    rounds = [r.round for r in state.costs if r.task_id == task_id]
+                    row = cost.row(task_id, max(rounds, default=0) + 1)
+                else:
+                    row = cost
+                state.costs.append(row)
+                if task.created_by is not None and is_priced(row):
+                    assert row.usd is not None
+                    charged = self.charge_quota(task.created_by, row.usd)
+            done = FinishedTurn(task_id, turn_id, task.status, changed, row, charged)
+            state.finished_turns[(task_id, turn_id)] = done
+            return done

@@ -25,18 +25,25 @@
 #           seeing the newest commits; under a REPEATABLE READ / SERIALIZABLE default a
 #           losing compare-and-set would raise a serialization failure instead of being
 #           "changed meanwhile". (snapshot() sets its own isolation level explicitly.)
+#   Rule 5 (TRN-8): no psycopg exception leaves this module: `DriverErrors` turns
+#           psycopg.OperationalError (the server unreachable or gone, a connection cut,
+#           a pool timeout, a serialization failure) into StoreUnavailable and every other
+#           psycopg.Error into StoreError, the driver's exception kept as `__cause__` and
+#           named in the message. Every method below, connecting included, runs under it.
 from __future__ import annotations
 
 import contextlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from types import TracebackType
+from typing import Any, Final, Literal
 
 import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from markertools_adapters._sql import Statement
+from markertools_adapters.errors import StoreError, StoreUnavailable
 
 DEFAULT_POOL_SIZE: Final[int] = 4
 DEFAULT_CONNECT_TIMEOUT: Final[int] = 10  # seconds (libpq waits forever by default)
@@ -44,6 +51,36 @@ DEFAULT_POOL_TIMEOUT: Final[float] = 30.0  # seconds to wait for a free pooled c
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 Params = Sequence[Any] | Mapping[str, Any]
+
+
+def driver_detail(exc: BaseException) -> str:
+    """The driver's exception as the wrapped error's message: its class and text."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+class DriverErrors:
+    """Rule 5: a context in which a psycopg exception becomes the store's own error
+    (StoreUnavailable for OperationalError, StoreError for the rest, `from` the driver's)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
+        if exc is None or not isinstance(exc, psycopg.Error):
+            return False
+        if isinstance(exc, psycopg.OperationalError):
+            raise StoreUnavailable(driver_detail(exc)) from exc
+        raise StoreError(driver_detail(exc)) from exc
+
+
+DRIVER_ERRORS: Final[DriverErrors] = DriverErrors()
 
 
 def connect_kwargs(dsn: str) -> dict[str, Any]:
@@ -70,13 +107,15 @@ def configure(conn: Conn, schema: str | None) -> None:
 
 
 def connect(dsn: str, schema: str | None) -> Conn:
-    """One direct connection (migrations, LISTEN), set up like the pooled ones."""
-    conn: Conn = psycopg.connect(dsn, **connect_kwargs(dsn))
-    try:
-        configure(conn, schema)
-    except BaseException:
-        conn.close()
-        raise
+    """One direct connection (migrations, LISTEN), set up like the pooled ones (Rule 5:
+    a failure is StoreUnavailable / StoreError)."""
+    with DRIVER_ERRORS:
+        conn: Conn = psycopg.connect(dsn, **connect_kwargs(dsn))
+        try:
+            configure(conn, schema)
+        except BaseException:
+            conn.close()
+            raise
     return conn
 
 
@@ -102,20 +141,23 @@ class Database:
             name=name,
             open=False,
         )
-        self.pool.open(wait=True, timeout=DEFAULT_POOL_TIMEOUT)
+        with DRIVER_ERRORS:
+            self.pool.open(wait=True, timeout=DEFAULT_POOL_TIMEOUT)
         self._local = threading.local()  # `atomic()`'s connection, per thread
 
     def close(self) -> None:
-        self.pool.close()
+        with DRIVER_ERRORS:
+            self.pool.close()
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Conn]:
         held: Conn | None = getattr(self._local, "conn", None)
-        if held is not None:  # inside atomic(): every statement joins its transaction
-            yield held
-            return
-        with self.pool.connection() as conn:
-            yield conn
+        with DRIVER_ERRORS:
+            if held is not None:  # inside atomic(): every statement joins its transaction
+                yield held
+                return
+            with self.pool.connection() as conn:
+                yield conn
 
     @contextlib.contextmanager
     def atomic(self) -> Iterator[None]:
@@ -125,7 +167,7 @@ class Database:
         if getattr(self._local, "conn", None) is not None:
             yield
             return
-        with self.pool.connection() as conn, conn.transaction():
+        with DRIVER_ERRORS, self.pool.connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
                 yield
@@ -159,7 +201,8 @@ class Database:
     @contextlib.contextmanager
     def write(self) -> Iterator[Conn]:
         """One READ COMMITTED transaction: committed on success, rolled back on error."""
-        with self.connection() as conn, conn.transaction():  # inside atomic(): a savepoint
+        # inside atomic(): a savepoint
+        with DRIVER_ERRORS, self.connection() as conn, conn.transaction():
             yield conn
 
     @contextlib.contextmanager
@@ -167,8 +210,9 @@ class Database:
         """One REPEATABLE READ, READ ONLY transaction: several reads see one snapshot."""
         held: Conn | None = getattr(self._local, "conn", None)
         if held is not None:  # inside atomic(): its transaction is the snapshot
-            yield held
+            with DRIVER_ERRORS:
+                yield held
             return
-        with self.pool.connection() as conn, conn.transaction():
+        with DRIVER_ERRORS, self.pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn

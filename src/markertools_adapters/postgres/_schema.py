@@ -38,6 +38,7 @@ from markertools_adapters._sql import (
     Step,
     active_name_clashes,
     apply_migration,
+    fill_micros,
     refresh_all_next_run_at,
 )
 from markertools_adapters.postgres._codec import POSTGRES, TABLES
@@ -46,6 +47,7 @@ NOTIFY_CHANNEL: Final[str] = "markertools_task_status"
 # every table of a markertools schema: a world's, the clock, the permission roles
 MARKERTOOLS_TABLES: Final[tuple[str, ...]] = (
     *WORLD_TABLES,
+    "finished_turns",
     "world_clock",
     "role_grants",
     "user_roles",
@@ -259,12 +261,43 @@ _STEP5: Final[tuple[str, ...]] = (
     CLAIM_INDEX,
 )
 
+# ---- step 6: money in whole micro-dollars (CST-2), finished turns (TRN-9) -----------
+# The `*_micros` BIGINT columns are added, filled by the shared fill_micros (the same
+# conversion as on SQLite) and the float columns dropped: the same columns, in the same
+# order, as SQLite's rebuilt tables.
+
+_STEP6_ADD: Final[tuple[str, ...]] = (
+    "ALTER TABLE costs ADD COLUMN usd_micros BIGINT CHECK (usd_micros >= 0)",
+    "ALTER TABLE quotas ADD COLUMN total_usd_micros BIGINT CHECK (total_usd_micros >= 0)",
+    "ALTER TABLE quotas ADD COLUMN used_usd_micros BIGINT NOT NULL DEFAULT 0"
+    " CHECK (used_usd_micros >= 0)",
+)
+
+
+def _convert_amounts(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    fill_micros(conn, POSTGRES, {"costs": "costs", "quotas": "quotas"})
+
+
+_STEP6_DROP: Final[tuple[str, ...]] = (
+    "ALTER TABLE quotas ALTER COLUMN used_usd_micros DROP DEFAULT",
+    "ALTER TABLE costs DROP COLUMN usd",
+    "ALTER TABLE quotas DROP COLUMN total_usd, DROP COLUMN used_usd",
+    # TRN-9: what finish_turn did, once per (task, turn id); `entry` is JSON
+    f"""CREATE TABLE finished_turns (
+        task_id {T} NOT NULL,
+        turn_id {T} NOT NULL,
+        entry {T} NOT NULL,
+        PRIMARY KEY (task_id, turn_id)
+    )""",
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1,),
     (_STEP2, _fill_next_run_at),
     (_refuse_active_name_clashes, _STEP3),
     (_STEP4,),
     (_STEP5,),
+    (_STEP6_ADD, _convert_amounts, _STEP6_DROP),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

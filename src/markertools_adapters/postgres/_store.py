@@ -18,6 +18,9 @@
 #           With must_exist=True a schema without markertools tables is refused instead
 #           of created (inspecting commands never create a database).
 #   Rule 3: change_waiter() is created lazily, once, and closed with the store.
+#   Rule 5 (TRN-8): no psycopg exception leaves the store: opening, migrating and every
+#           method reach the server through _conn, which turns a driver exception into
+#           StoreUnavailable / StoreError (postgres/_conn.py Rule 5).
 #   Rule 4: hosts opening a new `schema` at once create it once (_schema.create_schema_once:
 #           CREATE SCHEMA under the schema's migration lock; a bare CREATE SCHEMA IF NOT
 #           EXISTS fails with a duplicate-key error when two sessions race).
@@ -25,8 +28,10 @@ from __future__ import annotations
 
 import threading
 
+from markertools_adapters._carries import CarriesPorts
 from markertools_adapters._sql import (
     AutomationMixin,
+    FinishMixin,
     JournalMixin,
     RecordsMixin,
     SchemaError,
@@ -36,6 +41,8 @@ from markertools_adapters._sql import (
 from markertools_adapters.postgres._codec import TABLES
 from markertools_adapters.postgres._conn import (
     DEFAULT_POOL_SIZE,
+    DRIVER_ERRORS,
+    Conn,
     Database,
     connect,
     set_search_path,
@@ -59,9 +66,11 @@ class PostgresStore(
     AutomationMixin,
     RecordsMixin,
     WorkerMixin,
+    FinishMixin,
     JournalMixin,
     PermissionMixin,
     WorldMixin,
+    CarriesPorts,
 ):
     """Every storage port on one PostgreSQL schema, through a connection pool."""
 
@@ -80,32 +89,42 @@ class PostgresStore(
     ) -> None:
         setup = connect(dsn, None)
         try:
-            if must_exist:
-                create_schema = False
-            if schema is not None and create_schema:
-                create_schema_once(setup, schema)
-            if schema is not None:
-                set_search_path(setup, schema)
-            try:
-                self._schema = current_schema(setup)
-            except SchemaError:
-                if schema is None:
-                    raise
-                raise SchemaError(f"schema {schema!r} does not exist") from None
-            if must_exist and read_version(setup) == 0:
-                raise SchemaError(
-                    f"schema {self._schema!r} holds no markertools tables "
-                    "(create them with `markertools world load` or open_store())"
-                )
-            migrate(setup, target=migrate_to)
+            with DRIVER_ERRORS:  # Rule 5: migration statements fail as the store's errors
+                self._schema = self._prepare(setup, schema, create_schema, must_exist, migrate_to)
         finally:
-            setup.close()
+            with DRIVER_ERRORS:
+                setup.close()
         self._dsn = dsn
         self._db = Database(
             dsn, schema=schema, pool_size=pool_size, name=f"markertools:{self._schema}"
         )
         self._waiter: PgChangeWaiter | None = None
         self._waiter_lock = threading.Lock()
+
+    @staticmethod
+    def _prepare(
+        setup: Conn, schema: str | None, create_schema: bool, must_exist: bool, migrate_to: int
+    ) -> str:
+        """Create (unless `must_exist`), select and migrate the schema; its name."""
+        if must_exist:
+            create_schema = False
+        if schema is not None and create_schema:
+            create_schema_once(setup, schema)
+        if schema is not None:
+            set_search_path(setup, schema)
+        try:
+            name = current_schema(setup)
+        except SchemaError:
+            if schema is None:
+                raise
+            raise SchemaError(f"schema {schema!r} does not exist") from None
+        if must_exist and read_version(setup) == 0:
+            raise SchemaError(
+                f"schema {name!r} holds no markertools tables "
+                "(create them with `markertools world load` or open_store())"
+            )
+        migrate(setup, target=migrate_to)
+        return name
 
     @property
     def schema(self) -> str:

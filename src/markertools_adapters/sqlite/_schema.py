@@ -13,7 +13,8 @@
 #   Rule 2: a database whose version is above LATEST_VERSION is refused (SchemaTooNew),
 #           never opened and never "repaired".
 #   Rule 3: every table is STRICT; float columns are `ANY` with a typeof check (exact
-#           round-trip, see _codec Rule 1); booleans are INTEGER with a 0/1 check.
+#           round-trip, see _codec Rule 1); booleans are INTEGER with a 0/1 check; money
+#           is INTEGER micro-dollars with a `>= 0` check (step 6, CST-2).
 #   Rule 4: every lookup a port does has an index (checked by EXPLAIN QUERY PLAN tests).
 #   Rule 5: the steps are the PostgreSQL schema's steps (same tables, columns, indexes;
 #           tests/adapters/postgres/test_postgres_schema.py compares them); running a step and recording
@@ -28,6 +29,7 @@ import sqlite_utils
 from markertools_adapters._sql import (
     ACTIVE_NAME_INDEX,
     CLAIM_INDEX,
+    COSTS_INDEX,
     DUE_INDEX,
     LOOKUP_INDEXES,
     SchemaError,
@@ -35,6 +37,7 @@ from markertools_adapters._sql import (
     Step,
     active_name_clashes,
     apply_migration,
+    fill_micros,
     refresh_all_next_run_at,
 )
 from markertools_adapters.permissions import PERMISSION_TABLES, ensure_permission_tables
@@ -224,6 +227,57 @@ _STEP5: Final[tuple[str, ...]] = (
     CLAIM_INDEX,
 )
 
+# ---- step 6: money in whole micro-dollars (CST-2), finished turns (TRN-9) -----------
+# SQLite cannot change a column's type or CHECK in place (nor drop a column before 3.35),
+# so `costs` and `quotas` are rebuilt with the `*_micros` integer columns in place of the
+# float ones - in the column order PostgreSQL's ALTER TABLE ... ADD / DROP COLUMN gives -
+# the amounts converted by the shared fill_micros.
+
+
+def _micros(name: str, *, null: bool) -> str:
+    return f"{name} INTEGER{'' if null else ' NOT NULL'} CHECK ({name} >= 0)"
+
+
+_STEP6_NEW_TABLES: Final[tuple[str, ...]] = (
+    f"""CREATE TABLE costs_micros (
+        seq INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        tokens INTEGER NOT NULL,
+        {_bool("estimated")},
+        {_bool("priced")},
+        {_micros("usd_micros", null=True)}
+    ) STRICT""",
+    "INSERT INTO costs_micros (seq, task_id, round, tokens, estimated, priced)"
+    " SELECT seq, task_id, round, tokens, estimated, priced FROM costs",
+    f"""CREATE TABLE quotas_micros (
+        user TEXT PRIMARY KEY,
+        {_micros("total_usd_micros", null=True)},
+        {_micros("used_usd_micros", null=False)}
+    ) STRICT""",
+    "INSERT INTO quotas_micros (user, used_usd_micros) SELECT user, 0 FROM quotas",
+)
+
+
+def _convert_amounts(conn: sqlite3.Connection) -> None:
+    fill_micros(conn, SQLITE, {"costs": "costs_micros", "quotas": "quotas_micros"})
+
+
+_STEP6_SWAP: Final[tuple[str, ...]] = (
+    "DROP TABLE costs",
+    "ALTER TABLE costs_micros RENAME TO costs",
+    COSTS_INDEX,
+    "DROP TABLE quotas",
+    "ALTER TABLE quotas_micros RENAME TO quotas",
+    # TRN-9: what finish_turn did, once per (task, turn id); `entry` is JSON
+    """CREATE TABLE finished_turns (
+        task_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (task_id, turn_id)
+    ) STRICT""",
+)
+
 # Each migration is a list of steps (SQL text or a callable run on the connection).
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1, _permission_tables),
@@ -231,6 +285,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_refuse_active_name_clashes, _STEP3),
     (_STEP4,),
     (_STEP5,),
+    (_STEP6_NEW_TABLES, _convert_amounts, _STEP6_SWAP),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

@@ -15,14 +15,18 @@
 #           and from several processes on one file (WAL + BEGIN IMMEDIATE writes).
 #   Rule 3: has_permission(None, ...) is False (a task without creator has no grants); the
 #           grants are the table-backed lookup's rows (SqlitePermissions) in this file.
+#   Rule 4 (TRN-8): every method reaches sqlite3 through the Connection, whose methods turn
+#           a driver exception into StoreUnavailable / StoreError (sqlite/_conn.py Rule 4).
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from markertools_adapters._carries import CarriesPorts
 from markertools_adapters._sql import (
     AutomationMixin,
+    FinishMixin,
     JournalMixin,
     RecordsMixin,
     WorkerMixin,
@@ -37,7 +41,15 @@ from markertools_adapters.sqlite._todos import TodoMixin
 
 
 class SqliteStore(
-    TaskMixin, TodoMixin, AutomationMixin, RecordsMixin, WorkerMixin, JournalMixin, WorldMixin
+    TaskMixin,
+    TodoMixin,
+    AutomationMixin,
+    RecordsMixin,
+    WorkerMixin,
+    FinishMixin,
+    JournalMixin,
+    WorldMixin,
+    CarriesPorts,
 ):
     """Every storage port on one SQLite database file (or ":memory:")."""
 
@@ -53,7 +65,8 @@ class SqliteStore(
     ) -> None:
         self._db = Connection(path, busy_timeout=busy_timeout)
         try:
-            migrate(self._db.conn, target=migrate_to)
+            with self._db.raw() as conn:
+                migrate(conn, target=migrate_to)
         except BaseException:
             self._db.close()
             raise
@@ -61,7 +74,7 @@ class SqliteStore(
     def has_permission(self, user: str | None, project_id: str, permission: str) -> bool:
         """Direct grants or a role's grants on the project (markertools_adapters.permissions
         tables, in this database); a null user holds nothing."""
-        with self._db.lock:
+        with self._db.raw():
             return SqlitePermissions(self._db.db).has_permission(user, project_id, permission)
 
     @property
@@ -70,8 +83,8 @@ class SqliteStore(
 
     @property
     def schema_version(self) -> int:
-        with self._db.lock:
-            return read_version(self._db.conn)
+        with self._db.raw() as conn:
+            return read_version(conn)
 
     def close(self) -> None:
         self._db.close()

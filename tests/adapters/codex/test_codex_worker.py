@@ -15,6 +15,7 @@ import pytest
 from support.paths import REPO
 from support.strategies.codex import FIXTURES, validate_notification
 
+from markertools import StartKind, TaskChange
 from markertools.domain.model import PermissionGrant, Project, Task
 from markertools_adapters.codex import read_app_server_stream
 from markertools_adapters.world import World
@@ -74,8 +75,9 @@ def _run(argv: list[str], store: Any = None, **options: Any) -> Any:
         "request_timeout": 60,
         **options,
     }
-    ports = worker.make_ports(_store() if store is None else store)
-    return worker.run_worker(argv, ports=ports, sender="t1", **settings)
+    store = _store() if store is None else store
+    ports = worker.make_ports(store)
+    return worker.run_worker(argv, ports=ports, followups=store, sender="t1", **settings)
 
 
 # ---- the stand-in speaks the protocol ---------------------------------------------------
@@ -152,17 +154,24 @@ def test_worker_delivers_each_completed_turn_and_sends_the_report_back(tmp_path:
     ]
     assert sent == [
         ["Split the work"],
-        list(result.reports[0].followups),
-        list(result.reports[1].followups),
+        list(result.reports[0].queued_followups),
+        list(result.reports[1].queued_followups),
     ]
-    assert sent[1][0] == result.reports[0].message
+    assert sent[1] == [result.reports[0].message]
+    # what was sent came off the queue: a later claim of t1 is handed nothing stale
+    assert store.take_followups("t1") == ()
+    # each turn was journalled under Codex's own turn id (TRN-9)
+    for turn in result.turns:
+        assert store.block_entries("t1", turn.turn_id)
     # the approval request was answered (declined), the handshake was complete
     assert {"id": 1001, "result": {"decision": "decline"}} in log
     assert [m.get("method") for m in log[:3]] == ["initialize", "initialized", "thread/start"]
 
 
-@pytest.mark.rule("TRN-3")
-def test_worker_stops_at_max_turns(tmp_path: Path) -> None:
+@pytest.mark.rule("TRN-3", "TRN-6", "INJ-1")
+def test_worker_stops_at_max_turns_and_the_unsent_report_waits_for_the_next_claim(
+    tmp_path: Path,
+) -> None:
     store = _store()
     todo = '```todo-create\n{{"title": "step {}"}}\n```'
     argv = _script(tmp_path, *({"messages": [todo.format(i)]} for i in range(5)))
@@ -170,6 +179,14 @@ def test_worker_stops_at_max_turns(tmp_path: Path) -> None:
     assert result.stopped == "max_turns"
     assert len(result.turns) == 2
     assert sum(m.get("method") == "turn/start" for m in _log(tmp_path)) == 2
+    # the second report was never sent: it stays queued, and the task's next claim
+    # continues with exactly it - the first one (sent) is never handed out again
+    assert store.transition_task("t1", "running", TaskChange(status="completed"))
+    assert store.transition_task("t1", "completed", TaskChange(status="queued"))
+    claim = store.claim_task("p1", "host-1")
+    assert claim.start is StartKind.CONTINUATION
+    assert claim.followups == (result.reports[1].message,)
+    assert store.take_followups("t1") == ()
 
 
 @pytest.mark.rule("TRN-3")

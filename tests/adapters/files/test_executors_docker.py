@@ -211,7 +211,11 @@ def test_cloud_executor_reports_requested_cancellation() -> None:
 
 def test_noop_executor_signals_nothing() -> None:
     result = NoopExecutor().kill(Task("t", "p1"))
-    assert result.signalled is False and result.detail == "not signalled (noop executor)"
+    assert result.signalled is False
+    assert result.detail == (
+        "no executor is configured (noop executor): the task's status changed,"
+        " no process was signalled"
+    )
 
 
 @pytest.mark.rule("CTL-2")

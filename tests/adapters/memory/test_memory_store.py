@@ -11,6 +11,7 @@ from support.strategies.core import NOW, make_world, task
 
 from markertools.domain.ports import Clock, RandomSource
 from markertools_adapters.clock import SeededRandom, SystemClock, SystemRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -50,7 +51,7 @@ def test_followups_for_and_audit_records():
 
 def test_store_ports_fills_every_storage_port_with_the_store():
     store = MemoryStore()
-    ports = store_ports(store, clock=VirtualClock(), random=SeededRandom())
+    ports = store_ports(store, clock=VirtualClock(), random=SeededRandom(), executor=NoopExecutor())
     for name in (
         "tasks",
         "todos",

@@ -16,6 +16,7 @@ import pytest
 from support.postgres import SKIP_REASON, pg_dsn, require_dsn, throwaway_store
 
 from markertools.domain.model import Automation, PermissionGrant, Task
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.world import World
 
 pytestmark = [
@@ -167,7 +168,9 @@ def _delivering_host(dsn: str, schema: str, host: int, barrier: Any, results: An
 
     store = open_store(dsn, 2, schema=schema)
     try:
-        ports = store_ports(store, clock=SystemClock(), random=SystemRandom())
+        ports = store_ports(
+            store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor()
+        )
         cancels = TurnPlan(
             commands=tuple(
                 Command("task-cancel", i + 1, TaskCancelParams(f"x{i}")) for i in range(5)

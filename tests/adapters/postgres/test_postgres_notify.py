@@ -22,6 +22,7 @@ from markertools.domain.model import Task
 from markertools.parse.params import TaskPollParams, WaitThreadsParams
 from markertools.parse.plan import Command, TurnPlan
 from markertools_adapters.clock import SystemClock, SystemRandom
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.postgres import PgChangeWaiter
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -130,11 +131,15 @@ def test_waits_never_raise_on_odd_arguments(store: Any) -> None:
     assert waiter.full_waits == 3
 
 
+@pytest.mark.rule("TRN-8")
 def test_an_unreachable_server_fails_when_the_waiter_is_made() -> None:
     import psycopg
 
-    with pytest.raises(psycopg.OperationalError):
+    from markertools_adapters.errors import StoreUnavailable
+
+    with pytest.raises(StoreUnavailable, match=r"^OperationalError: connection failed") as failed:
         PgChangeWaiter("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+    assert isinstance(failed.value.__cause__, psycopg.OperationalError)
 
 
 @pytest.mark.rule("WAI-4", "POL-3")
@@ -143,7 +148,9 @@ def test_delivery_wait_threads_wakes_on_the_notification(store: Any, dsn: str) -
     store.insert_task(Task(id="t1", project_id="p", status="running", created_by="u"))
     store.grant_permissions("u", "p", ["read"])
     waiter = store.change_waiter()
-    ports = store_ports(store, clock=SystemClock(), random=SystemRandom(), waiter=waiter)
+    ports = store_ports(
+        store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor(), waiter=waiter
+    )
     params = WaitThreadsParams(task_ids=("t1",), interval_seconds=60, timeout_seconds=120)
     plan = TurnPlan(commands=(Command("wait-threads", 1, params),))
     reports: list[Any] = []
@@ -169,7 +176,9 @@ def test_delivery_task_poll_wakes_on_the_notification(store: Any, dsn: str) -> N
     store.insert_task(Task(id="t1", project_id="p", status="running", created_by="u"))
     store.grant_permissions("u", "p", ["read"])
     waiter = store.change_waiter()
-    ports = store_ports(store, clock=SystemClock(), random=SystemRandom(), waiter=waiter)
+    ports = store_ports(
+        store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor(), waiter=waiter
+    )
     params = TaskPollParams(task_id="t1", interval_seconds=60, timeout_seconds=120)
     plan = TurnPlan(commands=(Command("task-poll", 1, params),))
     reports: list[Any] = []

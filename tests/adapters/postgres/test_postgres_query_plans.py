@@ -19,6 +19,7 @@ from support.postgres import SKIP_REASON, connect, dsn, pg_dsn, require_dsn, thr
 from support.query_plans import PORT_CALLS, _blocks, _world
 
 from markertools.domain.model import PermissionGrant, Project, Task
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.world import World
 
 pytestmark = [pytest.mark.postgres, pytest.mark.skipif(pg_dsn() is None, reason=SKIP_REASON)]
@@ -112,7 +113,9 @@ def _statements_for(store: Any, recording: Callable[[], Any], text: str, sender:
     from markertools_adapters.clock import SeededRandom, VirtualClock
     from markertools_adapters.wiring import store_ports
 
-    ports = store_ports(store, clock=VirtualClock(10_000.0), random=SeededRandom(text))
+    ports = store_ports(
+        store, clock=VirtualClock(10_000.0), random=SeededRandom(text), executor=NoopExecutor()
+    )
     with recording() as recorder:
         report = deliver_turn(text, sender=sender, outcome="completed", ports=ports)
     assert all(e.outcome == "done" for e in report.entries), report.message

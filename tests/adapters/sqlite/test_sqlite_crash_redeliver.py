@@ -15,6 +15,7 @@ import pytest
 from support.exactly_once import TURN, deliver, snapshot, world
 from support.paths import TESTS
 
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import create_store_from_world, open_store
 
 HELPER = TESTS / "support" / "crash_delivery.py"
@@ -47,7 +48,13 @@ def writes_of_one_delivery(tmp: Path) -> int:
 
     store = create_store_from_world(world(), tmp / "count.db")
     counter = Count(store)
-    deliver_turn(TURN, sender="t-s", outcome="completed", ports=store_ports(counter, clock=VirtualClock(1.8e9), random=SeededRandom(7)), turn_id="turn-1")  # type: ignore[arg-type]
+    ports = store_ports(
+        counter,  # type: ignore[arg-type]
+        clock=VirtualClock(1.8e9),
+        random=SeededRandom(7),
+        executor=NoopExecutor(),
+    )
+    deliver_turn(TURN, sender="t-s", outcome="completed", ports=ports, turn_id="turn-1")
     store.close()
     return counter.n
 

@@ -17,6 +17,7 @@ from markertools.domain.model import (
     Project,
     Task,
 )
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.sqlite import SqliteStore, create_store_from_world
 from markertools_adapters.world import World
 
@@ -70,7 +71,9 @@ def _statements_for(store: SqliteStore, text: str, sender: str) -> int:
     from markertools_adapters.clock import SeededRandom, VirtualClock
     from markertools_adapters.wiring import store_ports
 
-    ports = store_ports(store, clock=VirtualClock(10_000.0), random=SeededRandom(text))
+    ports = store_ports(
+        store, clock=VirtualClock(10_000.0), random=SeededRandom(text), executor=NoopExecutor()
+    )
     statements: list[str] = []
     with store.traced(statements.append):
         report = deliver_turn(text, sender=sender, outcome="completed", ports=ports)

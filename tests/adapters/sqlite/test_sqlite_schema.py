@@ -69,7 +69,7 @@ def test_every_table_is_strict_and_matches_its_codec(tmp_path: Path) -> None:
             (ATTEMPTS, []),
             (AUDIT, ["seq"]),
         ):
-            assert sorted(_columns(conn, codec.table)) == sorted([*codec.names, *extra]), (
+            assert sorted(_columns(conn, codec.table)) == sorted([*codec.sql_names, *extra]), (
                 codec.table
             )
 

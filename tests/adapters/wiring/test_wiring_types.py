@@ -11,6 +11,7 @@ from typing import Protocol
 import attrs
 
 import markertools.domain.ports as ports
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.wiring import StoragePorts
 
 NON_STORAGE = {"executor", "clock", "random", "files", "waiter", "journal"}  # journal: optional (TRN-9)
@@ -46,9 +47,17 @@ def test_store_ports_wires_the_stores_delivery_journal() -> None:
     from markertools_adapters.wiring import store_ports
 
     store = MemoryStore()
-    ports_with = store_ports(store, clock=VirtualClock(0.0), random=SeededRandom(1))
+    ports_with = store_ports(
+        store, clock=VirtualClock(0.0), random=SeededRandom(1), executor=NoopExecutor()
+    )
     assert ports_with.journal is store  # every bundled store is its own journal (TRN-9)
-    ports_without = store_ports(store, clock=VirtualClock(0.0), random=SeededRandom(1), journal=None)
+    ports_without = store_ports(
+        store,
+        clock=VirtualClock(0.0),
+        random=SeededRandom(1),
+        executor=NoopExecutor(),
+        journal=None,
+    )
     assert ports_without.journal is None
 
     class NoJournal:
@@ -57,4 +66,10 @@ def test_store_ports_wires_the_stores_delivery_journal() -> None:
                 raise AttributeError(name)
             return getattr(store, name)
 
-    assert store_ports(NoJournal(), clock=VirtualClock(0.0), random=SeededRandom(1)).journal is None  # type: ignore[arg-type]
+    no_journal = store_ports(
+        NoJournal(),  # type: ignore[arg-type]
+        clock=VirtualClock(0.0),
+        random=SeededRandom(1),
+        executor=NoopExecutor(),
+    )
+    assert no_journal.journal is None

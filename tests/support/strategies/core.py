@@ -45,6 +45,7 @@ from markertools.parse.params import (
     WaitThreadsParams,
 )
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
@@ -105,7 +106,7 @@ class Rig:
 def rig(world: World, **port_overrides: Any) -> Rig:
     store = MemoryStore.from_world(world)
     clock = VirtualClock(world.now)
-    ports = store_ports(store, clock=clock, random=SeededRandom(7))
+    ports = store_ports(store, clock=clock, random=SeededRandom(7), executor=NoopExecutor())
     if port_overrides:
         ports = attrs.evolve(ports, **port_overrides)
     return Rig(store, clock, ports)

@@ -20,6 +20,7 @@ from markertools.domain.ports import (
     TaskFiles,
 )
 from markertools_adapters.clock import SeededRandom, VirtualClock
+from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.wiring import store_ports
 from markertools_adapters.worktrees import WorktreeFiles
@@ -93,7 +94,7 @@ def files_ports(
         clock=VirtualClock(world.now),
         random=SeededRandom(7),
         files=files_port,
-        executor=executor,
+        executor=executor if executor is not None else NoopExecutor(),
     )
     if permissions is not None:
         ports = attrs.evolve(ports, permissions=permissions)

@@ -33,6 +33,14 @@ from markertools_adapters.world import World
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+# CST-2: money a record accepts and a world file carries exactly (a JSON number: 15
+# significant digits, so micro-dollars up to $999,999,999.999999): floats (read as the
+# decimal they print as), decimal strings with more than 6 places (rounded), and the edges
+MONEY = (
+    st.floats(0, 999_999_999, allow_nan=False)
+    | st.decimals(0, 999_999_999, allow_nan=False, allow_infinity=False, places=9).map(str)
+    | st.sampled_from([0, 0.1, 0.000001, "999999999.999999"])
+)
 TIMES = st.one_of(
     st.sampled_from([0.0, -0.0, 1798330000.0, 1798333200.5]),
     st.floats(min_value=-1e12, max_value=1e12, allow_nan=False),
@@ -118,13 +126,13 @@ costs = st.builds(
     CostRow,
     task_id=TASK_IDS,
     round=st.integers(0, 10),
-    usd=st.none() | FLOATS,
+    usd=st.none() | MONEY,
     tokens=st.integers(0, 10**6),
     estimated=st.booleans(),
     priced=st.booleans(),
 )
 
-quotas = st.builds(Quota, user=USERS, total_usd=st.none() | FLOATS, used_usd=FLOATS)
+quotas = st.builds(Quota, user=USERS, total_usd=st.none() | MONEY, used_usd=MONEY)
 
 grants = st.builds(
     PermissionGrant,

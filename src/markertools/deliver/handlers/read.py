@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Final
 
 import attrs
@@ -36,6 +37,7 @@ from markertools.deliver.report import ReportEntry
 from markertools.deliver.snapshot import SnapshotState, join_sections, snapshot
 from markertools.domain.decision import Denied, PermissionAnswer
 from markertools.domain.model import CostRow, Task, is_terminal
+from markertools.domain.money import usd_text
 from markertools.inject.framing import frame_data
 from markertools.parse.params import (
     QuotaStatusParams,
@@ -281,7 +283,7 @@ def prompt_preview(prompt: str) -> str:
 class CostSummary:
     """CST-2 over a task's cost rows."""
 
-    usd: float
+    usd: Decimal
     priced_rows: int
     actual_tokens: int
     estimated_tokens: int
@@ -297,7 +299,7 @@ def is_priced(row: CostRow) -> bool:
 def summarize_costs(rows: Sequence[CostRow]) -> CostSummary:
     priced = [r for r in rows if is_priced(r)]
     return CostSummary(
-        usd=math.fsum(r.usd or 0.0 for r in priced),
+        usd=sum((r.usd for r in priced if r.usd is not None), Decimal(0)),
         priced_rows=len(priced),
         actual_tokens=sum(r.tokens for r in rows if not r.estimated),
         estimated_tokens=sum(r.tokens for r in rows if r.estimated),
@@ -306,10 +308,8 @@ def summarize_costs(rows: Sequence[CostRow]) -> CostSummary:
     )
 
 
-def usd(value: float) -> str:
-    text = f"{value:.4f}".rstrip("0")
-    whole, _, frac = text.partition(".")
-    return f"${whole}.{frac.ljust(2, '0')}"
+def usd(value: Decimal) -> str:
+    return usd_text(value)
 
 
 def handle_cost(cmd: Command, p: TaskCostParams, ctx: TurnContext) -> ReportEntry:
@@ -400,7 +400,7 @@ def handle_quota(cmd: Command, p: QuotaStatusParams, ctx: TurnContext) -> Report
             user=shown(user),
             total=usd(quota.total_usd),
             used=usd(quota.used_usd),
-            remaining=usd(max(quota.total_usd - quota.used_usd, 0.0)),
+            remaining=usd(max(quota.total_usd - quota.used_usd, Decimal(0))),
             unpriced=unpriced,
         )
     parts = [body]
