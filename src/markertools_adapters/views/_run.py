@@ -66,6 +66,8 @@ MIN_PLOT: Final[int] = 900
 MAX_PLOT: Final[int] = 14000
 PX_PER_TURN: Final[int] = 14
 MIN_BAR: Final[float] = 3.0
+MARK_GAP: Final[float] = 12.0  # marks closer than this on a lane are staggered
+MARK_SHIFT: Final[int] = 10
 RUN_LANE: Final[str] = "run"
 OUTCOMES: Final[tuple[str, ...]] = (
     "completed",
@@ -424,18 +426,25 @@ def run_model(state: RunState, events: Sequence[LoggedLike], now: float | None =
                 y=y_of[lane_of[name]],
             )
         )
-    mark_rows = [
-        Mark(
-            lane=ln,
-            kind=kind,
-            at=at,
-            label=label,
-            detail=detail,
-            x=x_of(at),
-            y=y_of[ln] + LANE_HEIGHT // 2,
+    mark_rows: list[Mark] = []
+    previous: dict[int, tuple[float, int]] = {}  # lane -> (x, how many marks crowd there)
+    for ln, kind, at, label, detail in sorted(marks, key=lambda m: (m[2], m[0])):
+        x = x_of(at)
+        last_x, crowd = previous.get(ln, (-1e9, 0))
+        crowd = crowd + 1 if x - last_x < MARK_GAP else 0  # marks that would overlap
+        previous[ln] = (x, crowd)
+        shift = (0, -MARK_SHIFT, MARK_SHIFT)[crowd % 3]
+        mark_rows.append(
+            Mark(
+                lane=ln,
+                kind=kind,
+                at=at,
+                label=label,
+                detail=detail,
+                x=x,
+                y=y_of[ln] + LANE_HEIGHT // 2 + shift,
+            )
         )
-        for ln, kind, at, label, detail in sorted(marks, key=lambda m: (m[2], m[0]))
-    ]
     return RunModel(
         run_id=cut(state.run_id, LABEL_CHARS * 2),
         goal=cut(state.proposal.goal, DETAIL_CHARS),
