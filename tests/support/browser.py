@@ -328,9 +328,24 @@ class Page:
         self.send("Input.insertText", {"text": text})
 
     def key(self, key: str) -> None:
+        """Press and release one key in the focused element ("Enter", "ArrowDown", ...)."""
+        code = {"Enter": 13, " ": 32, "ArrowUp": 38, "ArrowDown": 40, "Tab": 9}.get(key, 0)
         for kind in ("keyDown", "keyUp"):
-            self.send("Input.dispatchKeyEvent", {"type": kind, "key": key,
-                                                 "windowsVirtualKeyCode": {"Enter": 13}.get(key, 0)})
+            self.send("Input.dispatchKeyEvent",
+                      {"type": kind, "key": key, "windowsVirtualKeyCode": code})
+
+    def wheel(self, selector: str, delta_y: float) -> None:
+        """Turn the mouse wheel over an element (a person scrolling a list)."""
+        x, y = self.centre(selector)
+        self.send("Input.dispatchMouseEvent",
+                  {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": delta_y})
+
+    def text(self, selector: str) -> str:
+        """The text a person sees in the first element matching `selector`."""
+        return str(self.eval(
+            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return '';"
+            " return e.innerText !== undefined ? e.innerText : e.textContent; })()"
+        ))
 
     def settle(self) -> None:
         """Wait for two animation frames (a scroll's repaint), then record events."""

@@ -59,7 +59,8 @@ INSTRUCTION_CHARS: Final[int] = 4000
 REPLY_HEAD_CHARS: Final[int] = 1200
 # geometry of the SVG (pixels)
 LABEL_WIDTH: Final[int] = 170
-LANE_HEIGHT: Final[int] = 40
+LANE_HEIGHT: Final[int] = 50
+MARK_STRIP: Final[int] = 11  # marks sit above the bars, centred this far below a lane's top
 BAR_HEIGHT: Final[int] = 22
 AXIS_HEIGHT: Final[int] = 28
 MIN_PLOT: Final[int] = 900
@@ -67,7 +68,7 @@ MAX_PLOT: Final[int] = 14000
 PX_PER_TURN: Final[int] = 14
 MIN_BAR: Final[float] = 3.0
 MARK_GAP: Final[float] = 12.0  # marks closer than this on a lane are staggered
-MARK_SHIFT: Final[int] = 10
+MARK_SHIFT: Final[int] = 9  # a crowded mark moves right by this much (its time is in its title)
 RUN_LANE: Final[str] = "run"
 OUTCOMES: Final[tuple[str, ...]] = (
     "completed",
@@ -408,7 +409,7 @@ def run_model(state: RunState, events: Sequence[LoggedLike], now: float | None =
                 decision_id=cut(raw.decision_id, LABEL_CHARS),
                 x=x0,
                 width=width,
-                y=y_of[lane_of[raw.role]] + (LANE_HEIGHT - BAR_HEIGHT) // 2,
+                y=y_of[lane_of[raw.role]] + LANE_HEIGHT - BAR_HEIGHT - 4,
             )
         )
     role_state = {r.name: r for r in state.roles}
@@ -433,7 +434,6 @@ def run_model(state: RunState, events: Sequence[LoggedLike], now: float | None =
         last_x, crowd = previous.get(ln, (-1e9, 0))
         crowd = crowd + 1 if x - last_x < MARK_GAP else 0  # marks that would overlap
         previous[ln] = (x, crowd)
-        shift = (0, -MARK_SHIFT, MARK_SHIFT)[crowd % 3]
         mark_rows.append(
             Mark(
                 lane=ln,
@@ -441,8 +441,8 @@ def run_model(state: RunState, events: Sequence[LoggedLike], now: float | None =
                 at=at,
                 label=label,
                 detail=detail,
-                x=x,
-                y=y_of[ln] + LANE_HEIGHT // 2 + shift,
+                x=min(x + MARK_SHIFT * (crowd % 3), LABEL_WIDTH + plot),
+                y=y_of[ln] + MARK_STRIP,
             )
         )
     return RunModel(
