@@ -44,8 +44,13 @@ def dots_view_command(run: str, state_dir: Path | None, out: Path) -> str:
     known = " (in progress: what is known so far)" if model.live else ""
     return (
         f"wrote {out} ({size_text(size)}): run {model.run_id} {model.status}{known}, "
-        f"{len(model.bars)} turns in {len(model.lanes) - 1} lanes, {len(model.marks)} marks"
+        f"{_count(len(model.bars), 'turn')} in {_count(len(model.lanes) - 1, 'lane')}, "
+        f"{_count(len(model.marks), 'mark')}"
     )
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 @dots_app.command("view")
