@@ -192,10 +192,8 @@ class Chromium:
 
     def close(self) -> None:
         """Close the browser (politely, then its whole process group)."""
-        try:
+        with contextlib.suppress(BrowserError, OSError):
             self.send("Browser.close", timeout=5)
-        except (BrowserError, OSError):
-            pass
         deadline = time.monotonic() + 10
         while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
             if time.monotonic() > deadline:
@@ -206,10 +204,8 @@ class Chromium:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signal.SIGKILL)  # helpers the browser left behind
         for fd in (self._to_browser, self._from_browser):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
@@ -361,10 +357,8 @@ class Page:
         return data
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(BrowserError):
             self.browser.send("Target.closeTarget", {"targetId": self.target}, timeout=5)
-        except BrowserError:
-            pass
 
 
 # ---- PNG, decoded with zlib alone -------------------------------------------------------

@@ -7,6 +7,7 @@ the plot; texts are cut to bounds; the JSON island can never close its element."
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def test_a_loop_of_parent_links_is_drawn_once_and_is_never_a_generation_below_th
 
 @pytest.mark.rule("VEW-1", "TRN-1")
 def test_the_execution_order_used_to_split_turns_is_the_parsers() -> None:
-    assert EXECUTION_ORDER == tuple(sorted(EXEC_ORDER, key=EXEC_ORDER.__getitem__))
+    assert tuple(sorted(EXEC_ORDER, key=EXEC_ORDER.__getitem__)) == EXECUTION_ORDER
 
 
 @pytest.mark.rule("VEW-1", "TRN-7")
@@ -269,6 +270,32 @@ def _proposal() -> object:
     return check.proposal
 
 
+def _event(kind: str, eid: str, name: str, decision: str, state: RunState, draw: st.DrawFn) -> object:
+    if kind == "start":
+        return StartRun(eid)
+    if kind == "launch":
+        return Launch(eid, name)
+    if kind == "started":
+        return TurnStarted(eid, name, "thr", f"turn-{eid}")
+    if kind == "ended":
+        outcome = draw(st.sampled_from(["completed", "failed", "interrupted", "timed_out"]))
+        return TurnEnded(eid, name, f"d-{eid}", f"reply {eid} <b>", outcome)
+    if kind == "dispatch":
+        return Dispatch(eid, name, decision, f"instruction {eid}")
+    if kind == "finish":
+        return Finish(eid, name, f"conclusion {eid}", decision)
+    if kind == "pause":
+        return Pause(eid)
+    if kind == "resume":
+        paused = tuple((x.name, f"d-{eid}-{x.name}") for x in state.roles if x.status == "paused")
+        return Resume(eid, paused)
+    if kind == "restart":
+        return HostRestarted(eid)
+    if kind == "cancel":
+        return Cancel(eid)
+    return QuotaObserved(eid, (QuotaWindow(50.0, "codex", 300),))
+
+
 @st.composite
 def runs(draw: st.DrawFn) -> tuple[RunState, list[LoggedEvent], list[str]]:
     """A run driven through the core by random events (refused ones logged too, as the
@@ -300,22 +327,10 @@ def runs(draw: st.DrawFn) -> tuple[RunState, list[LoggedEvent], list[str]]:
             ["start", "launch", "started", "ended", "dispatch", "finish", "pause",
              "resume", "quota", "restart", "cancel"]
         ))
-        event = {
-            "start": lambda: StartRun(f"e{n}"),
-            "launch": lambda: Launch(f"e{n}", name),
-            "started": lambda: TurnStarted(f"e{n}", name, "thr", f"turn{n}"),
-            "ended": lambda: TurnEnded(f"e{n}", name, f"d{n}", f"reply {n} <b>", draw(st.sampled_from(["completed", "failed", "interrupted", "timed_out"]))),
-            "dispatch": lambda: Dispatch(f"e{n}", name, decision, f"instruction {n}"),
-            "finish": lambda: Finish(f"e{n}", name, f"conclusion {n}", decision),
-            "pause": lambda: Pause(f"e{n}"),
-            "resume": lambda: Resume(f"e{n}", tuple((x.name, f"d{n}{x.name}") for x in state.roles if x.status == "paused")),
-            "quota": lambda: QuotaObserved(f"e{n}", (QuotaWindow(50.0, "codex", 300),)),
-            "restart": lambda: HostRestarted(f"e{n}"),
-            "cancel": lambda: Cancel(f"e{n}"),
-        }[kind]()
-        step = apply(state, event, now)
+        event = _event(kind, f"e{n}", name, decision, state, draw)
+        step = apply(state, event, now)  # type: ignore[arg-type]
         outcome = type(step.outcome).__name__.lower()
-        log.append(LoggedEvent(n, now, outcome, event))
+        log.append(LoggedEvent(n, now, outcome, event))  # type: ignore[arg-type]
         if outcome == "refused":
             continue
         state = step.state
@@ -339,7 +354,7 @@ def test_one_bar_per_launched_turn_with_the_instruction_the_core_sent(
     for lane in model.lanes[1:]:
         bars = [b for b in model.bars if b.lane == lane.index]
         assert lane.turns == len(bars) == sum(1 for b in model.bars if b.role == lane.name)
-        for before, after in zip(bars, bars[1:], strict=False):
+        for before, after in itertools.pairwise(bars):
             assert before.x + before.width <= after.x + 1e-6  # never overlapping
     for b in model.bars:
         assert b.start <= b.end

@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
@@ -382,15 +382,11 @@ def run_model(state: RunState, events: Sequence[LoggedLike], now: float | None =
 
     lanes_n = len(names) + 1
     y_of = [AXIS_HEIGHT + n * LANE_HEIGHT for n in range(lanes_n)]
+    layout = _layout(raws, x_of, LABEL_WIDTH, LABEL_WIDTH + plot)
     bars: list[TurnBar] = []
-    last_right: dict[str, float] = {}
     for n, raw in enumerate(raws):
         assert raw.end is not None
-        x0, x1 = x_of(raw.start), x_of(raw.end)
-        x0 = max(x0, last_right.get(raw.role, x0))  # Rule 1: bars of a lane never overlap
-        width = round(max(x1 - x0, MIN_BAR), 2)
-        x0 = min(x0, LABEL_WIDTH + plot - width)
-        last_right[raw.role] = x0 + width
+        x0, width = layout[n]
         reply = raw.reply or ""
         bars.append(
             TurnBar(
@@ -474,6 +470,38 @@ def run_model(state: RunState, events: Sequence[LoggedLike], now: float | None =
         ),
         events=len(events),
     )
+
+
+def _layout(
+    raws: Sequence[_Raw], x_of: Callable[[float], float], left: float, right: float
+) -> list[tuple[float, float]]:
+    """(x, width) of every bar (Rule 1): at its times where it can be, at least MIN_BAR
+    wide, never over the bar before it in its lane, inside [left, right]. A forward pass
+    pushes a bar right of the one before; a backward pass pulls bars that ran past the
+    right edge back left (shrinking them first), so a crowded end stays ordered."""
+    out: list[tuple[float, float]] = [(0.0, 0.0)] * len(raws)
+    lanes: dict[str, list[int]] = {}
+    for n, raw in enumerate(raws):
+        lanes.setdefault(raw.role, []).append(n)
+    for members in lanes.values():
+        placed: list[list[float]] = []
+        edge = left
+        for n in members:
+            end = raws[n].end
+            x0 = max(x_of(raws[n].start), edge)
+            x1 = max(x_of(end if end is not None else raws[n].start), x0 + MIN_BAR)
+            placed.append([x0, x1])
+            edge = x1
+        limit = right
+        for box in reversed(placed):
+            if box[1] > limit:
+                box[1] = limit
+                box[0] = min(box[0], limit - MIN_BAR)
+            limit = box[0]
+        for n, (x0, x1) in zip(members, placed, strict=True):
+            rx0, rx1 = round(max(x0, left), 2), round(x1, 2)
+            out[n] = (rx0, round(max(rx1 - rx0, 0.0), 2))
+    return out
 
 
 def _window(w: QuotaWindow) -> str:
