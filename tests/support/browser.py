@@ -325,7 +325,8 @@ class Page:
 
     def key(self, key: str) -> None:
         """Press and release one key in the focused element ("Enter", "ArrowDown", ...)."""
-        code = {"Enter": 13, " ": 32, "ArrowUp": 38, "ArrowDown": 40, "Tab": 9}.get(key, 0)
+        code = {"Enter": 13, " ": 32, "ArrowUp": 38, "ArrowDown": 40, "Tab": 9, "Delete": 46,
+                "Backspace": 8}.get(key, 0)
         for kind in ("keyDown", "keyUp"):
             self.send("Input.dispatchKeyEvent",
                       {"type": kind, "key": key, "windowsVirtualKeyCode": code})

@@ -125,6 +125,7 @@ def test_the_demo_fleet_as_a_person_uses_it(page: Page, tmp_path: Path) -> None:
     assert "marker actions by turn" in detail and "turn 1" in detail
     assert "task-create" in detail and "task-cancel" in detail and "done" in detail
     assert "direct children\n4 of 20" in detail
+    assert "creator's quota: $12.50 of $50.00 used" in detail
     picture(page, tmp_path, "fleet-demo-selected")
     # filter by status: without queued and running only the others stay, with context
     for status in ("queued", "running"):
@@ -181,8 +182,18 @@ def test_ten_thousand_tasks_stay_usable(page: Page, tmp_path: Path) -> None:
     assert found[-1] == "t09999" and len(found) <= 4  # the task and its ancestors
     page.click("#tree .row .tid", len(found) - 1)
     assert "t09999" in page.text("#detail")
-    page.type("#search", "")  # the field keeps its text: clear it as a person would
-    page.eval("const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input'))")
+    # an interrupted task: its attempt with the resume reason, its cost
+    page.eval("document.getElementById('search').select()")
+    page.send("Input.insertText", {"text": "t00018"})
+    page.settle()
+    page.click("#tree .row .tid", len(rows(page)) - 1)
+    detail = page.text("#detail")
+    assert "interrupted t00018" in detail.replace("\n", " ")
+    assert "platform_fresh\tworker restarted" in detail and "1018 tokens" in detail
+    page.eval("document.getElementById('search').select()")
+    page.key("Delete")  # clear the field as a person would
+    page.settle()
+    assert page.text("#shown-count") == "10000 of 10000 tasks shown"
     page.click("#collapse-all")
     page.settle()
     roots = sum(1 for t in world.tasks if t.parent_task_id is None)

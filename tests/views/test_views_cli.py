@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 from support.cli import cli, one_line_failure
+from support.postgres import connect, dsn, schema
 from support.views import demo_run, fleet_world
 
 from markertools_adapters.sqlite import create_store_from_world
+from markertools_adapters.world import dumps_world
+
+__all__ = ["dsn", "schema"]  # fixtures
 
 
 def _digest(path: Path) -> str:
@@ -112,3 +116,20 @@ def test_help_lists_both_commands() -> None:
     dots = cli("dots", "--help")
     assert top.returncode == 0 and " view " in top.stdout
     assert dots.returncode == 0 and " view " in dots.stdout
+
+
+@pytest.mark.rule("VEW-1")
+def test_a_postgres_database_draws_the_same_page_as_sqlite(dsn: str, schema: str, tmp_path: Path) -> None:
+    with connect(dsn) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    url = f"{dsn}{'&' if '?' in dsn else '?'}options=-csearch_path%3D{schema}"
+    world = tmp_path / "w.json"
+    world.write_text(dumps_world(fleet_world(40)), encoding="utf-8")
+    pages = []
+    for db in (url, str(tmp_path / "w.db")):
+        assert cli("world", "load", str(world), "--db", db).returncode == 0
+        out = tmp_path / f"page-{len(pages)}.html"
+        done = cli("view", "--db", db, "--out", str(out))
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        pages.append(out.read_text(encoding="utf-8"))
+    assert pages[0] == pages[1] and "t00039" in pages[0]

@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from support.browser import Chromium, chromium_bin
+from support.browser import Chromium, chromium_bin, distinct_colours
 from support.cli import cli
 from support.codex import OfflineCodex
 from support.dots import OWNER, Notices, plan, role, running, until, workdir
@@ -57,6 +57,7 @@ def test_a_run_in_progress_shows_what_is_known_so_far(
         assert run_id in page.text("h1")
         page.settle()
         assert page.requests == [out.resolve().as_uri()] and page.errors == []
-        page.screenshot(tmp_path / "run-real.png")
+        colours, dominant = distinct_colours(page.screenshot(tmp_path / "run-real.png"))
+        assert colours >= 16 and dominant < 0.97
     finally:
         browser.close()
