@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import itertools
 import json
+from html.parser import HTMLParser
 from pathlib import Path
 
 import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support.views import AT, HOSTILE, MEGABYTE, demo_run, fleet_world, hostile_world
+from support.views import AT, HOSTILE, MEGABYTE, demo_run, fleet_world, hostile_run, hostile_world
 
 from markertools import TASK_STATUSES, AuditRecord, Msg, Project, Task
 from markertools.deliver.lineage import LINEAGE_MAX_STEPS, generation
@@ -40,7 +41,7 @@ from markertools.plans import (
 )
 from markertools_adapters.memory import MemoryStore
 from markertools_adapters.planstore import LoggedEvent, PlanStore
-from markertools_adapters.views import fleet_model, json_island, run_model
+from markertools_adapters.views import fleet_model, json_island, render_fleet, render_run, run_model
 from markertools_adapters.views._fleet import EXECUTION_ORDER, ID_CHARS, NAME_CHARS, PROMPT_CHARS
 from markertools_adapters.views._run import MIN_BAR, REPLY_HEAD_CHARS
 from markertools_adapters.world import World
@@ -413,3 +414,44 @@ def test_a_turn_the_host_restarted_under_is_lost_and_texts_are_cut() -> None:
     docs = [b for b in model2.bars if b.role == "docs"]
     assert len(docs) == 1 and len(docs[0].reply_head) == REPLY_HEAD_CHARS and docs[0].reply_chars == MEGABYTE
     assert isinstance(Msg("plan.paused.user"), Msg)
+
+
+# ---- rendering, read back by an HTML parser ---------------------------------------------
+
+
+class _Elements(HTMLParser):
+    """Every start tag with its attributes, and the text between tags."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+@pytest.mark.rule("VEW-3")
+def test_hostile_pages_parse_to_our_elements_only(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    run_id = hostile_run(state)
+    store = PlanStore(state)
+    pages = [
+        render_fleet(fleet_model(hostile_world()), csp=False),
+        render_run(run_model(store.load_current(run_id), store.read_events(run_id)), csp=False),
+    ]
+    for page in pages:
+        parsed = _Elements()
+        parsed.feed(page)
+        tags = [tag for tag, _ in parsed.tags]
+        assert tags.count("script") == 2 and tags.count("style") == 1
+        assert not {"img", "a", "b", "iframe", "object", "embed", "link", "base"} & set(tags)
+        for _, found in parsed.tags:
+            assert not [name for name in found if name.startswith("on")]
+            urls = {"href", "src", "action", "formaction", "xlink:href", "srcdoc"} & set(found)
+            assert not urls  # the pages link to nothing
+        text = "".join(parsed.text)
+        assert HOSTILE[0] in text  # shown as text (in the markup or the island), never as markup
