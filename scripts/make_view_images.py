@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
         fleet = tmp / "fleet.html"
         fleet.write_text(render_fleet(fleet_model(world)), encoding="utf-8")
         state = tmp / "state"
-        run_id = demo_run(state)
+        run_id = demo_run(state, "demo-7f3a")
         plans = PlanStore(state)
         model = run_model(plans.load_current(run_id), plans.read_events(run_id), MADE_AT)
         run = tmp / "run.html"

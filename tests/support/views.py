@@ -79,12 +79,14 @@ def plan(*workers: dict[str, Any], **kw: Any) -> dict[str, Any]:
     return body
 
 
-def journal(root: Path, raw: dict[str, Any], steps: Sequence[tuple[float, Event]]) -> str:
+def journal(
+    root: Path, raw: dict[str, Any], steps: Sequence[tuple[float, Event]], run_id: str | None = None
+) -> str:
     """A run in the state directory `root`: `raw` confirmed, then every (seconds after
     AT, event) applied through the real journal. Every event must be accepted."""
     check = validate_proposal(raw)
     assert check.proposal is not None, check.issues
-    run_id = uuid.uuid4().hex[:12]
+    run_id = run_id or uuid.uuid4().hex[:12]
     with host(root) as (store, lock):
         run = RunJournal.create(store, lock, new_run(run_id, check.proposal, AT, owner="terminal"))
         for offset, event in steps:
@@ -153,9 +155,9 @@ def demo_plan() -> dict[str, Any]:
     )
 
 
-def demo_run(root: Path) -> str:
+def demo_run(root: Path, run_id: str | None = None) -> str:
     """The README's run (in progress: the fixer's third turn is live)."""
-    return journal(root, demo_plan(), demo_steps())
+    return journal(root, demo_plan(), demo_steps(), run_id)
 
 
 def long_steps(turns: int = 200, roles: Sequence[str] = ("reader", "fixer", "verifier")) -> list[tuple[float, Event]]:
