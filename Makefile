@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck rules pytest bench dist clean
+.PHONY: demo test lint typecheck rules pytest bench dist clean view-images
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,15 +33,19 @@ rules: $(VENV)/.installed
 # skip here. Without root and without PostgreSQL, point MARKERTOOLS_PG_DSN at an
 # existing server: `MARKERTOOLS_PG_DSN=postgresql://me@host/db make test`.
 # ... and against the real Codex CLI (scripts/install_codex.sh installs the pinned npm
-# package under .cache/codex, Node.js from Debian when missing). MARKERTOOLS_REQUIRE_REAL=1
-# turns a missing real part (Codex, PostgreSQL) into a failure instead of a skip.
+# package under .cache/codex, Node.js from Debian when missing) and in a real headless
+# Chromium (scripts/install_chromium.sh installs Debian's chromium when missing, as root).
+# MARKERTOOLS_REQUIRE_REAL=1 turns a missing real part (Codex, PostgreSQL, Chromium) into
+# a failure instead of a skip.
 pytest: $(VENV)/.installed
 	MARKERTOOLS_CODEX_BIN="$${MARKERTOOLS_CODEX_BIN:-$$(scripts/install_codex.sh)}" \
+	MARKERTOOLS_CHROMIUM_BIN="$${MARKERTOOLS_CHROMIUM_BIN:-$$(scripts/install_chromium.sh)}" \
 	MARKERTOOLS_REQUIRE_REAL=1 scripts/with_postgres.sh $(BIN)/python -m pytest -q
 
 test: lint typecheck rules pytest
 
 bench: $(VENV)/.installed
+	MARKERTOOLS_CHROMIUM_BIN="$${MARKERTOOLS_CHROMIUM_BIN:-$$(scripts/install_chromium.sh)}" \
 	HYPOTHESIS_PROFILE=thorough $(BIN)/python bench/run_all.py
 	# the long crash profile (TRN-9): SIGKILL a delivery at every store write, redeliver
 	MARKERTOOLS_CRASH_POINTS=all $(BIN)/python -m pytest -q -p no:cacheprovider \
@@ -62,3 +66,11 @@ clean:
 mutation: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet 'mutmut==3.8.1'
 	$(BIN)/python scripts/mutation.py $(MODULES)
+
+# The two pictures of the README (docs/images/view-fleet.png, view-run.png): the bundled
+# demo world and the demo run (tests/support/views.py) drawn by `markertools view` and
+# `markertools dots view`, shot in headless Chromium. Deterministic input; rerun after
+# changing a page.
+view-images: $(VENV)/.installed
+	MARKERTOOLS_CHROMIUM_BIN="$${MARKERTOOLS_CHROMIUM_BIN:-$$(scripts/install_chromium.sh)}" \
+	$(BIN)/python scripts/make_view_images.py

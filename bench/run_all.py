@@ -25,6 +25,7 @@ BENCHES = (
     ("bench_cli_deliver.py", True),
     ("bench_import.py", True),
     ("bench_dots.py", False),
+    ("bench_views.py", True),
 )
 
 

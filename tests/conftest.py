@@ -35,14 +35,14 @@ pytest_plugins = ["support.codex"]
 
 def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
     """Under MARKERTOOLS_REQUIRE_REAL=1 (`make test`, CI) a test that would skip for want
-    of a real part (PostgreSQL, the Codex CLI) fails instead: they never pass by skipping."""
+    of a real part (PostgreSQL, the Codex CLI, Chromium) fails instead: they never pass by skipping."""
     import pytest as _pytest
 
     if os.environ.get("MARKERTOOLS_REQUIRE_REAL") != "1" or call.excinfo is None:
         return None
     if call.excinfo.errisinstance(_pytest.skip.Exception):
         reason = str(call.excinfo.value)
-        if "MARKERTOOLS_PG_DSN" in reason or "MARKERTOOLS_CODEX_BIN" in reason:
+        if any(k in reason for k in ("MARKERTOOLS_PG_DSN", "MARKERTOOLS_CODEX_BIN", "MARKERTOOLS_CHROMIUM_BIN")):
             call.excinfo = None
             return _make_failure(item, call, reason)
     return None

@@ -29,6 +29,7 @@ EXTRA_MODULES: Final[dict[str, frozenset[str]]] = {
     "cli": frozenset({"typer", "click", "rich", "shellingham", "platformdirs"}),
     "mcp": frozenset({"mcp", "mcp_types", "anyio", "pydantic", "httpx", "starlette"}),
     "zstd": frozenset({"zstandard"}),
+    "views": frozenset({"jinja2", "markupsafe"}),
 }
 
 

@@ -40,7 +40,8 @@ COMMAND_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "plan": ("cmd_plan",),
     "world": ("cmd_world",),
     "automations": ("cmd_automations",),
-    "dots": ("cmd_dots", "cmd_dots_serve"),
+    "dots": ("cmd_dots", "cmd_dots_serve", "cmd_dots_view"),
+    "view": ("cmd_view",),
 }
 
 
@@ -120,7 +121,7 @@ def _internal(exc: BaseException) -> NoReturn:
 def _extra_of(exc: ImportError) -> str | None:
     """The extra that provides the module `exc` could not import, if one does."""
     root = (exc.name or "").split(".")[0]
-    for extra in ("mcp", "postgres", "zstd", "cli", "sqlite"):
+    for extra in ("mcp", "postgres", "zstd", "views", "cli", "sqlite"):
         if root in EXTRA_MODULES[extra]:
             return extra
     return None
