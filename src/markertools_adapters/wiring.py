@@ -22,6 +22,7 @@ from markertools import (
     AuditLog,
     AutomationAdmin,
     AutomationStore,
+    CallLedger,
     ChangeWaiter,
     Clock,
     CostLookup,
@@ -194,7 +195,16 @@ def store_ports(
         files=files,
         waiter=waiter,
         journal=_journal_of(store) if journal is True else (journal or None),
+        calls=_calls_of(store),
     )
+
+
+def _calls_of(store: object) -> CallLedger | None:
+    """TOL-4: the store as the call ledger when it has one (every bundled store does)."""
+    needed = ("turn_usage", "record_turn_use", "hold_followup", "release_held_followups")
+    if all(callable(getattr(store, name, None)) for name in needed):
+        return store  # type: ignore[return-value]
+    return None
 
 
 def _journal_of(store: object) -> DeliveryJournal | None:
