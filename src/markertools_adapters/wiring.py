@@ -101,8 +101,6 @@ class Store(WorkerStore, Protocol):
     ) -> None: ...
 
 
-
-
 def storage_port_methods() -> frozenset[str]:
     """The public method names of every storage port: what a store must implement."""
     return frozenset(
