@@ -38,6 +38,7 @@ from markertools import (
     TaskExecutor,
     TaskFiles,
     TaskStore,
+    TaskTokenStore,
     TodoStore,
     TurnFinisher,
 )
@@ -68,11 +69,14 @@ class WorkerStore(
     AutomationAdmin,
     RecordWriter,
     TurnFinisher,
+    CallLedger,
+    TaskTokenStore,
     Protocol,
 ):
     """A store a whole worker loop runs on (docs/worker-loop.md): every storage port plus
-    claiming tasks, taking follow-ups, managing automations, the record writers and the
-    unit of work at the end of a turn (`finish_turn`, TRN-9). Every bundled store is one;
+    claiming tasks, taking follow-ups, managing automations, the record writers, the
+    unit of work at the end of a turn (`finish_turn`, TRN-9) and the same-turn tool ports
+    (the call ledger, task tokens: TOL-3, TOL-4). Every bundled store is one;
     `markertools_adapters.kit.StoreKit` makes one from three primitives."""
 
 
