@@ -63,9 +63,7 @@ _TOKENS = SeededRandom(7)
 
 
 def _mint(store: Any, tid: str = "t1", ttl: float = 60.0) -> str:
-    return mint_task_token(
-        store, tid, now=NOW, token_hex=_TOKENS.token_hex, ttl_seconds=ttl
-    ).token
+    return mint_task_token(store, tid, now=NOW, token_hex=_TOKENS.token_hex, ttl_seconds=ttl).token
 
 
 # ---- the turn number and the thread id ------------------------------------------------
@@ -305,8 +303,10 @@ def test_goal_convert_by_call_is_queued_after_the_turns_report(make_store: MakeS
     )
     assert report.queued_followups[1:] == ("/goal ship it",)
     taken = store.take_followups("t1")
-    assert len(taken) == 2 and taken[0].startswith("markertools report") and taken[1] == (
-        "/goal ship it"
+    assert (
+        len(taken) == 2
+        and taken[0].startswith("markertools report")
+        and taken[1] == ("/goal ship it")
     )
 
 
