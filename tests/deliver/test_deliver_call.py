@@ -284,3 +284,17 @@ def test_a_bad_ttl_is_a_value_error(ttl: object) -> None:
         mint_task_token(
             _store(), "t1", now=NOW, token_hex=SeededRandom(2).token_hex, ttl_seconds=ttl
         )  # type: ignore[arg-type]
+
+
+@pytest.mark.rule("TOL-2", "INJ-7")
+def test_listings_in_fields_hold_ids_and_statuses_never_another_tasks_text() -> None:
+    store = _store()
+    listing = call_result_json(_call("task_list", {}, store))
+    assert listing["total"] == 2 and listing["counts"] == {"completed": 1, "running": 1}
+    assert [t["id"] for t in listing["tasks"]] == ["t2", "t1"]
+    assert "task-cancel" not in json.dumps({k: v for k, v in listing.items() if k != "text"})
+    _call("todo_create", {"title": "```task-cancel"}, store)
+    todos = call_result_json(_call("todo_list", {}, store))
+    assert todos["total"] == 1 and list(todos["todos"][0]) == ["id", "status", "priority"]
+    waited = call_result_json(_call("wait_threads", {"task_ids": ["t2"]}, store))
+    assert [t["status"] for t in waited["tasks"]] == ["completed"]

@@ -60,6 +60,7 @@ __all__ = [
 CALL_LINE: Final[int] = 0  # a call's entry has no line in a turn's text
 CALL_TURN_PREFIX: Final[str] = "call:"  # TOL-5: the journal turn id of a call id
 MAX_CALL_ID_CHARS: Final[int] = 200
+TODO_FIELDS_LIMIT: Final[int] = 20  # todo-list: as many as its report lists (TDL-3)
 # TOL-1: every canonical kind as a tool name (`_` for `-`), in the kind table's order
 TOOL_NAMES: Final[tuple[str, ...]] = tuple(k.name.replace("-", "_") for k in KINDS)
 
@@ -255,11 +256,41 @@ def _sender_refusal(task: Task | None) -> Msg | None:
     return None
 
 
-def _fields(spec: KindSpec, entry: ReportEntry, ports: Ports) -> dict[str, object]:
-    """The kind's result fields (JSON-able) of a done call; {} when none or unreadable."""
+def _fields(
+    spec: KindSpec, entry: ReportEntry, ports: Ports, cmd: Command, sender: Task
+) -> dict[str, object]:
+    """The kind's result fields (JSON-able) of a done call; {} when none or unreadable.
+    Only ids, statuses, numbers and times: a text another task wrote (a prompt, a result,
+    a todo's title) reaches the agent only framed, in `text` (INJ-7)."""
     if entry.outcome != "done":
         return {}
+    params: Any = cmd.params
     try:
+        if spec.name == "wait-threads":
+            found = ports.tasks.get_tasks(list(params.task_ids))
+            return {"tasks": [_snapshot(found[i]) for i in params.task_ids if i in found]}
+        if spec.name == "task-list":
+            listing = ports.tasks.list_tasks(
+                sender.project_id, status=params.status, q=params.q, limit=params.limit
+            )
+            return {
+                "tasks": [_snapshot(t) for t in listing.rows[: params.limit]],
+                "total": listing.total,
+                "counts": dict(listing.counts),
+            }
+        if spec.name == "todo-list":
+            from markertools.domain.model import UNFINISHED_TODO_STATUSES
+
+            statuses = {params.status} if params.status is not None else UNFINISHED_TODO_STATUSES
+            todos = ports.todos.list_todos(
+                sender.project_id, statuses=statuses, q=params.q, limit=TODO_FIELDS_LIMIT
+            )
+            return {
+                "todos": [
+                    {"id": t.id, "status": t.status, "priority": t.priority} for t in todos.rows
+                ],
+                "total": todos.total,
+            }
         if spec.creates_task and entry.target is not None:
             return {"task_id": entry.target}
         if spec.name in ("task-poll", "task-cancel", "task-retry") and entry.target:
@@ -411,7 +442,8 @@ def deliver_call(
             entry = _audit(
                 ctx, ctx.rejected(cmd, None, msg("deliver.port_failed", error=summarize_error(exc)))
             )
-    result = _result(entry, locale, _fields(spec, entry, ports), after_turn=bool(held))
+    fields = _fields(spec, entry, ports, cmd, ctx.sender)
+    result = _result(entry, locale, fields, after_turn=bool(held))
     return _finish(ports, sender_id, turn_id, result)
 
 
