@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
@@ -33,7 +33,13 @@ import attrs
 from markertools.deliver.codec import entry_from_json, entry_to_json
 from markertools.deliver.context import TurnContext, summarize_error
 from markertools.deliver.failures import warn
-from markertools.deliver.loop import DEFAULT_DELIVERY_DEADLINE, _audit, _block
+from markertools.deliver.loop import (
+    DEFAULT_DELIVERY_DEADLINE,
+    _audit,
+    _block,
+    _cancel_signal,
+    _check_deadline,
+)
 from markertools.deliver.once import FINISHED_POSITION, TurnJournal
 from markertools.deliver.report import ReportEntry
 from markertools.domain.model import Task, checked_value, is_goal_task
@@ -217,30 +223,6 @@ def _result_from_json(text: str) -> CallResult:
         return CallResult(entry, True, body["text"], fields)
     except (TypeError, KeyError, RecursionError) as exc:
         raise ValueError(f"damaged call result: {exc}") from None
-
-
-def _check_deadline(deadline: object) -> float | None:
-    if deadline is None:
-        return None
-    if (
-        isinstance(deadline, bool)
-        or not isinstance(deadline, int | float)
-        or not math.isfinite(deadline)
-        or deadline < 0
-    ):
-        raise ValueError(f"deadline must be a finite number of seconds >= 0; got {deadline!r}")
-    return float(deadline)
-
-
-def _cancel_signal(cancel: object) -> Callable[[], bool] | None:
-    if cancel is None:
-        return None
-    is_set = getattr(cancel, "is_set", None)
-    if callable(is_set):
-        return lambda: bool(is_set())
-    if callable(cancel):
-        return lambda: bool(cancel())
-    raise ValueError("cancel must be a threading.Event (or anything with is_set()) or a callable")
 
 
 def _sender_refusal(task: Task | None) -> Msg | None:
