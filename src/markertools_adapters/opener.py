@@ -59,9 +59,9 @@ def database_kind(url: str | PathLike[str]) -> tuple[Literal["memory", "sqlite",
         return "sqlite", url
     scheme = match.group(1).lower()
     if scheme in _POSTGRES:
-        return "postgres", f"{scheme}://{url[match.end():]}"
+        return "postgres", f"{scheme}://{url[match.end() :]}"
     if scheme == "sqlite":
-        path = url[match.end():]
+        path = url[match.end() :]
         if path in ("", "/:memory:", ":memory:"):
             return "sqlite", ":memory:"
         if not path.startswith("/"):

@@ -22,6 +22,7 @@ from markertools import (
     AuditLog,
     AutomationAdmin,
     AutomationStore,
+    CallLedger,
     ChangeWaiter,
     Clock,
     CostLookup,
@@ -37,6 +38,7 @@ from markertools import (
     TaskExecutor,
     TaskFiles,
     TaskStore,
+    TaskTokenStore,
     TodoStore,
     TurnFinisher,
 )
@@ -67,11 +69,14 @@ class WorkerStore(
     AutomationAdmin,
     RecordWriter,
     TurnFinisher,
+    CallLedger,
+    TaskTokenStore,
     Protocol,
 ):
     """A store a whole worker loop runs on (docs/worker-loop.md): every storage port plus
-    claiming tasks, taking follow-ups, managing automations, the record writers and the
-    unit of work at the end of a turn (`finish_turn`, TRN-9). Every bundled store is one;
+    claiming tasks, taking follow-ups, managing automations, the record writers, the
+    unit of work at the end of a turn (`finish_turn`, TRN-9) and the same-turn tool ports
+    (the call ledger, task tokens: TOL-3, TOL-4). Every bundled store is one;
     `markertools_adapters.kit.StoreKit` makes one from three primitives."""
 
 
@@ -98,8 +103,6 @@ class Store(WorkerStore, Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
-
-
 
 
 def storage_port_methods() -> frozenset[str]:
@@ -194,7 +197,16 @@ def store_ports(
         files=files,
         waiter=waiter,
         journal=_journal_of(store) if journal is True else (journal or None),
+        calls=_calls_of(store),
     )
+
+
+def _calls_of(store: object) -> CallLedger | None:
+    """TOL-4: the store as the call ledger when it has one (every bundled store does)."""
+    needed = ("turn_usage", "record_turn_use", "hold_followup", "release_held_followups")
+    if all(callable(getattr(store, name, None)) for name in needed):
+        return store  # type: ignore[return-value]
+    return None
 
 
 def _journal_of(store: object) -> DeliveryJournal | None:

@@ -16,7 +16,7 @@ FIELDS = (
     "project_id, status, created_by, parent_task_id, executor, environment_id, model, "
     "effort, goal_mode, verify_command, is_coordinator, coordinator_part, prompt, "
     "result_text, error_text, actual_model, worktree, host, created_at, goal, "
-    "interrupted_reason, auto_resume_count, repo_url, retried_after_attempt"
+    "interrupted_reason, auto_resume_count, repo_url, retried_after_attempt, turn, thread_id"
 )
 
 

@@ -61,6 +61,7 @@ class TurnFacts:
     deadline_at: float | None = None  # TRN-11: clock time when waiting must stop
     deadline_seconds: float | None = None  # TRN-11: the deadline as the caller gave it
     cancel: Callable[[], bool] | None = None  # TRN-11: the caller's cancellation signal
+    source: str = "block"  # TOL-2: "tool" when the block is a same-turn tool call
 
 
 class TurnContext:
@@ -86,9 +87,10 @@ class TurnContext:
         deadline_seconds: float | None = None,
         cancel: Callable[[], bool] | None = None,
         journal: TurnJournal | None = None,
+        source: str = "block",
     ) -> None:
         self.facts: Final = TurnFacts(
-            sender, ports, locale, plan, turn_id, deadline_at, deadline_seconds, cancel
+            sender, ports, locale, plan, turn_id, deadline_at, deadline_seconds, cancel, source
         )
         self.journal: Final = journal or TurnJournal(ports.journal, sender.id, turn_id)
         self._sender = sender

@@ -87,6 +87,7 @@ def _audit(ctx: TurnContext, entry: ReportEntry) -> ReportEntry:
             outcome=entry.outcome,
             reason=entry.reason.render(DEFAULT_LOCALE),
             time=ctx.now(),
+            source=ctx.facts.source,
         )
         ctx.ports.audit.record_audit(record)
     except Exception as exc:
@@ -298,12 +299,17 @@ def deliver_turn(
                 else NotDeliveredCode.GOAL_TASK
             )
         return discard(turn if isinstance(turn, TurnPlan) else None, why, code)
+    used = _turn_usage(ports, sender_task)  # TOL-4: this turn's tool calls count first
     if isinstance(turn, TurnPlan):
         plan = turn
+        if used:
+            from markertools.parse.turn import cap_plan
+
+            plan = cap_plan(plan, used)
     else:
         from markertools.parse.turn import parse_turn
 
-        plan = parse_turn(turn)
+        plan = parse_turn(turn, used)
 
     if outcome != "completed":
         return discard(plan, why_outcome, NotDeliveredCode.OUTCOME_NOT_COMPLETED)
@@ -347,6 +353,8 @@ def deliver_turn(
         turn_id=turn_id,
     )
     queued, error = journal.queue_report(report, ports.followups)
+    if error is None and entries and ports.calls is not None and not report.replayed:
+        queued = (*queued, *_release_held(ports, sender_id))  # TOL-7: after the report
     report = attrs.evolve(
         report, queued_followups=queued, report_queued=error is None, report_error=error
     )
@@ -377,9 +385,7 @@ def _block(index: int, cmd: Command, ctx: TurnContext) -> ReportEntry:
     )
 
 
-def _unsafe(
-    sender_id: str, turn_id: str | None, locale: str, exc: BaseException
-) -> DeliveryReport:
+def _unsafe(sender_id: str, turn_id: str | None, locale: str, exc: BaseException) -> DeliveryReport:
     """The journal can not be read: nothing runs (running could apply a block twice)."""
     why = msg("deliver.why_journal_unreadable", error=summarize_error(exc))
     return DeliveryReport(
@@ -388,6 +394,30 @@ def _unsafe(
         turn_id=turn_id,
         not_delivered=NotDelivered(JOURNAL_UNREADABLE, why),
     )
+
+
+def _turn_usage(ports: Ports, sender: Task | None) -> dict[str, int]:
+    """TOL-4: canonical kind -> tool calls the sender made in its current turn ({} when
+    there is no call ledger, no sender, or the ledger fails: blocks keep their caps)."""
+    if ports.calls is None or sender is None:
+        return {}
+    try:
+        return {k: int(v) for k, v in ports.calls.turn_usage(sender.id, sender.turn).items()}
+    except Exception as exc:
+        warn("calls.turn_usage", exc)
+        return {}
+
+
+def _release_held(ports: Ports, sender_id: str) -> tuple[str, ...]:
+    """TOL-7: queue the follow-ups the turn's tool calls held ("/goal ..."), right after
+    the report; a failure leaves them held (the next take_followups queues them)."""
+    if ports.calls is None:
+        return ()
+    try:
+        return tuple(ports.calls.release_held_followups(sender_id))
+    except Exception as exc:
+        warn("calls.release_held_followups", exc)
+        return ()
 
 
 def _clock_now(ports: Ports) -> float | None:

@@ -70,6 +70,8 @@ class TaskChange(Mapping[str, object]):
     auto_resume_count: int | Keep = KEEP
     repo_url: str | Keep | None = KEEP
     retried_after_attempt: int | Keep | None = KEEP
+    turn: int | Keep = KEEP
+    thread_id: str | Keep | None = KEEP
 
     @classmethod
     def of(cls, changes: TaskChange | Mapping[str, object]) -> TaskChange:

@@ -177,6 +177,11 @@ class Task:
     # additive: auto_resume_count at the last manual retry; ledger rows up to it are stale
     # for the resume preamble (ATT-4: the preamble follows only a platform requeue)
     retried_after_attempt: int | None = None
+    # additive (TOL-4): the task's turn number, advanced by 1 when a worker starts a turn
+    # (a claim, or taking follow-ups for the next turn); 0 = never started
+    turn: int = 0
+    # additive: the agent session (e.g. the Codex thread) the worker host runs the task in
+    thread_id: str | None = None
 
 
 @attrs.frozen
@@ -378,6 +383,7 @@ class AuditRecord:
     outcome: str
     reason: str
     time: float
+    source: str = "block"  # additive (TOL-2): "block", or "tool" for a same-turn tool call
 
 
 @attrs.frozen

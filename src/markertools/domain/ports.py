@@ -369,12 +369,72 @@ class DeliveryJournal(Protocol):
         ...
 
 
+@attrs.frozen
+class StoredToken:
+    """A task token as a store keeps it (TOL-3): only the SHA-256 hash of the secret, the
+    task it binds, its expiry (epoch seconds) and whether it was revoked."""
+
+    token_hash: str
+    task_id: str
+    expires_at: float
+    revoked: bool = False
+
+
+class TaskTokenStore(Protocol):
+    """Port: task tokens (TOL-3). The secret itself is never stored, only its hash."""
+
+    def get_task(self, task_id: str) -> Task | None: ...
+
+    def insert_task_token(self, token_hash: str, task_id: str, expires_at: float) -> bool:
+        """Store a token's hash for `task_id` only while the task exists and is `running`,
+        atomically with that check; False (nothing written) otherwise. A hash stored
+        already raises ValueError."""
+        ...
+
+    def task_token(self, token_hash: str) -> StoredToken | None:
+        """The stored token with this hash, or None."""
+        ...
+
+    def revoke_task_tokens(self, task_id: str) -> int:
+        """Revoke every unrevoked token of the task; how many were revoked. Every store
+        also revokes them in the same transaction as any change that takes the task out
+        of `running` (transition_task, finish_turn, requeue_platform, ...)."""
+        ...
+
+
+class CallLedger(Protocol):
+    """Port: what same-turn tool calls need beyond the block ports (TOL-4, TOL-7): the
+    per-turn use of each kind (blocks and calls share the caps) and the follow-ups a call
+    holds until its turn's report is queued."""
+
+    def turn_usage(self, task_id: str, turn: int) -> Mapping[str, int]:
+        """Canonical kind -> how many tool calls of that kind the task made in `turn`."""
+        ...
+
+    def record_turn_use(self, task_id: str, turn: int, kind: str) -> int:
+        """Count one more call of canonical `kind` in (task, turn), atomically; returns
+        the new count (1 for the first) - the call's position for the kind's cap."""
+        ...
+
+    def hold_followup(self, task_id: str, turn: int, text: str) -> None:
+        """Keep `text` (a "/goal ..." follow-up) until the turn's report is queued."""
+        ...
+
+    def release_held_followups(self, task_id: str) -> tuple[str, ...]:
+        """Queue every held follow-up of the task (after what is queued already, in the
+        order they were held) and forget them, atomically; the texts queued. Stores also
+        do this at the start of `take_followups` / `claim_task`, so a turn that queued no
+        report still hands them to the next turn."""
+        ...
+
+
 class TaskClaimer(Protocol):
     """The worker loop: take the next queued task of a project (oldest first)."""
 
     def claim_next_task(self, project_id: str, host: str) -> Task | None:
-        """Compare-and-set the oldest queued task of `project_id` to running on `host`
-        and return it; None when none is queued. Two hosts never claim one task.
+        """Compare-and-set the oldest queued task of `project_id` to running on `host`,
+        advancing its `turn` by 1 (TOL-4), and return it; None when none is queued. Two
+        hosts never claim one task.
         (Kept for compatibility: `claim_task` also says what kind of start it is.)"""
         ...
 
@@ -391,7 +451,13 @@ class FollowupTaker(Protocol):
 
     def take_followups(self, task_id: str) -> tuple[str, ...]:
         """The task's queued follow-ups, in queue order, marked consumed atomically (a
-        second call returns only those queued since)."""
+        second call returns only those queued since). Held follow-ups of the task
+        (CallLedger) are queued first. When at least one is handed out a new turn starts:
+        the task's `turn` advances by 1 in the same transaction (TOL-4)."""
+        ...
+
+    def set_thread_id(self, task_id: str, thread_id: str | None) -> None:
+        """Store the agent session (e.g. the Codex thread) the task runs in."""
         ...
 
 
@@ -484,3 +550,4 @@ class Ports:
     files: TaskFiles | None = None  # None: task-files reports that no resolver is configured
     waiter: ChangeWaiter | None = None  # None: poll/wait sleep on the clock
     journal: DeliveryJournal | None = None  # None: a turn id can not be honoured (TRN-9)
+    calls: CallLedger | None = None  # None: no same-turn tool calls (deliver_call refuses)

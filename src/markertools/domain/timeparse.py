@@ -87,7 +87,9 @@ def default_time_zone(name: str) -> Iterator[None]:
 
 def _checked(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"time zone must be an IANA zone name such as 'Europe/Berlin', not {name!r}")
+        raise ValueError(
+            f"time zone must be an IANA zone name such as 'Europe/Berlin', not {name!r}"
+        )
     return name
 
 

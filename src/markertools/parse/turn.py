@@ -13,6 +13,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+
+import attrs
 
 from markertools.parse.blocks import RawBlock, extract_blocks
 from markertools.parse.jsonstrict import MAX_BODY_CHARS
@@ -25,9 +28,11 @@ from markertools.text.inline import shown
 from markertools.text.msg import Msg, MsgArg, msg
 
 
-def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
-    """The plan of already extracted blocks (caps, validation, order)."""
-    counts: dict[str, int] = {}
+def plan_blocks(blocks: tuple[RawBlock, ...], used: Mapping[str, int] | None = None) -> TurnPlan:
+    """The plan of already extracted blocks (caps, validation, order). `used`: canonical
+    kind -> how many tool calls of the kind the turn made already (TOL-4); they count
+    toward the kind's cap before the first block."""
+    counts: dict[str, int] = {k: v for k, v in (used or {}).items() if v > 0}
     commands: list[tuple[int, int, Command]] = []
     issues: list[BlockIssue] = []
     unexecuted_names: list[str] = []
@@ -44,8 +49,7 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
             outcome = "ignored"
             # the reason of msg("parse.over_cap[_aliases]", kind=, cap=, [names=,]
             # position=), its fixed arguments shared: a turn may hold 100,000 such blocks
-            key, fixed = _over_cap(kind)
-            reason = Msg(key, (*fixed, ("position", seen)))
+            reason = over_cap_reason(kind, seen)
         elif not block.closed:
             reason = msg("parse.unclosed", written=shown(block.info), line=block.line)
         else:
@@ -63,6 +67,46 @@ def plan_blocks(blocks: tuple[RawBlock, ...]) -> TurnPlan:
         _collect_create_name(kind, block.body, unexecuted_names)
     commands.sort(key=lambda item: (item[0], item[1]))
     return TurnPlan(tuple(c for _, _, c in commands), tuple(issues), tuple(unexecuted_names))
+
+
+def over_cap_reason(kind: KindSpec, position: int) -> Msg:
+    """The reason a block (or a same-turn tool call, TOL-4) over its kind's per-turn cap
+    is ignored: the `position`-th of its kind in the turn."""
+    key, fixed = _over_cap(kind)
+    return Msg(key, (*fixed, ("position", position)))
+
+
+def cap_plan(plan: TurnPlan, used: Mapping[str, int]) -> TurnPlan:
+    """TOL-4: `plan` with the tool calls the turn made already (`used`, canonical kind ->
+    count) counted toward the caps: the commands and skipped blocks of each kind, in
+    order of appearance (line), past the cap that is left become "ignored" issues. The
+    plan itself when no call was made."""
+    if not any(v > 0 for v in used.values()):
+        return plan
+    items: list[tuple[int, int, Command | BlockIssue]] = [(c.line, 0, c) for c in plan.commands] + [
+        (i.line, 1, i) for i in plan.issues if i.outcome != "unknown"
+    ]
+    items.sort(key=lambda item: (item[0], item[1]))
+    counts = {k: v for k, v in used.items() if v > 0}
+    over: set[int] = set()
+    dropped: list[BlockIssue] = []
+    for _, _, item in items:
+        spec = KIND_BY_NAME.get(item.kind)
+        if spec is None:
+            continue
+        seen = counts[spec.name] = counts.get(spec.name, 0) + 1
+        if seen > spec.cap and not (isinstance(item, BlockIssue) and item.outcome == "ignored"):
+            over.add(id(item))
+            dropped.append(BlockIssue(spec.name, item.line, "ignored", over_cap_reason(spec, seen)))
+    if not over:
+        return plan
+    kept = tuple(i for i in plan.issues if id(i) not in over)
+    merged = sorted((*kept, *dropped), key=lambda i: i.line)
+    return attrs.evolve(
+        plan,
+        commands=tuple(c for c in plan.commands if id(c) not in over),
+        issues=tuple(merged),
+    )
 
 
 @per_kind
@@ -89,11 +133,13 @@ def _collect_create_name(kind: KindSpec, body: str, names: list[str]) -> None:
         names.append(value[field])
 
 
-def parse_turn(text: str) -> TurnPlan:
+def parse_turn(text: str, used: Mapping[str, int] | None = None) -> TurnPlan:
     """TRN-2: the ordered, validated, clamped plan of one turn, with every skip, ignore
-    and near miss and its reason. Pure; delivering the plan is separate."""
+    and near miss and its reason. Pure; delivering the plan is separate. `used` (TOL-4):
+    the tool calls of each canonical kind the turn made already, counted toward the caps
+    before its first block."""
     blocks = extract_blocks(text)
-    return plan_blocks(blocks) if blocks else _NO_BLOCKS
+    return plan_blocks(blocks, used) if blocks else _NO_BLOCKS
 
 
 _NO_BLOCKS: TurnPlan = TurnPlan()  # immutable, so one instance serves every turn

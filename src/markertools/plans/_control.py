@@ -221,9 +221,7 @@ def tune_refusal(state: RunState, ev: Tune) -> PlanIssue | None:
         and ev.model != planned
         and ev.model not in (*state.models_allowed, *ev.allow_models)
     ):
-        return PlanIssue(
-            "changes.model", msg("plan.tune_model_not_allowed", model=quote(ev.model))
-        )
+        return PlanIssue("changes.model", msg("plan.tune_model_not_allowed", model=quote(ev.model)))
     return None
 
 
@@ -256,9 +254,7 @@ def budget_refusal(state: RunState, max_turns: int) -> PlanIssue | None:
         return PlanIssue("runId", msg("plan.run_not_running", status=state.status))
     low, high = RANGES["maxTurns"]
     if not low <= max_turns <= (high or max_turns):
-        return PlanIssue(
-            "budget", msg("plan.budget_range", lo=low, hi=high or 0, value=max_turns)
-        )
+        return PlanIssue("budget", msg("plan.budget_range", lo=low, hi=high or 0, value=max_turns))
     if max_turns < state.turns_used:
         return PlanIssue(
             "budget",

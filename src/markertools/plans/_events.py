@@ -136,7 +136,13 @@ class HostOnline:
 
 
 HaltKind = Literal[
-    "timeout", "approval", "model", "worker-exit", "external-turn", "launch-failed", "internal-error"
+    "timeout",
+    "approval",
+    "model",
+    "worker-exit",
+    "external-turn",
+    "launch-failed",
+    "internal-error",
 ]
 
 

@@ -23,6 +23,7 @@ from markertools.text import (
     messages_schedule,
     messages_tasks,
     messages_todos,
+    messages_tools,
 )
 
 _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
@@ -38,6 +39,7 @@ _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
     messages_attempts.MESSAGES,
     messages_plans.MESSAGES,
     messages_dots.MESSAGES,
+    messages_tools.MESSAGES,
     messages_schedule.MESSAGES,
 )
 

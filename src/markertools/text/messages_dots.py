@@ -267,7 +267,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     "dots.tool.none": {"en": "none", "zh": "无"},
     "dots.tool.no_runs": {"en": "no runs in this conversation", "zh": "本会话中没有运行"},
     "dots.tool.started": {"en": "started {line}", "zh": "已启动 {line}"},
-    "dots.tool.dispatched": {"en": "dispatched to {worker}; {line}", "zh": "已发送给 {worker}；{line}"},
+    "dots.tool.dispatched": {
+        "en": "dispatched to {worker}; {line}",
+        "zh": "已发送给 {worker}；{line}",
+    },
     "dots.tool.tuned": {"en": "tuned {worker}; {line}", "zh": "已调整 {worker}；{line}"},
     "dots.tool.control": {"en": "{action}: {line}", "zh": "{action}：{line}"},
     "dots.tool.finished_worker": {

@@ -36,6 +36,7 @@ from markertools_adapters._sql._migrate import Step, apply_migration
 from markertools_adapters._sql._money import MONEY_COLUMNS, fill_micros
 from markertools_adapters._sql._records import RecordsMixin
 from markertools_adapters._sql._rows import TaskRows, TodoRows, compare_and_set
+from markertools_adapters._sql._tools import ToolsMixin
 from markertools_adapters._sql._worker import WorkerMixin
 from markertools_adapters._sql._world import WORLD_TABLES, WorldMixin
 
@@ -62,6 +63,7 @@ __all__ = [
     "Tables",
     "TaskRows",
     "TodoRows",
+    "ToolsMixin",
     "WorkerMixin",
     "WorldMixin",
     "active_name_clashes",

@@ -43,6 +43,7 @@ from markertools_adapters._sql._automations import stored_next_run_at
 from markertools_adapters._sql._codec import Tables, quote, text_value
 from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._rows import get_by_id
+from markertools_adapters._sql._tools import release_held_in
 from markertools_adapters.errors import StoreError
 
 _AUTOMATION_CHANGES = frozenset({"prompt", "interval_seconds", "first_run_at", "run_once"})
@@ -63,7 +64,7 @@ class WorkerMixin:
             task = self._claim_in(conn, project_id, host)
             if task is None:
                 return None
-            followups = self._take_in(conn, task.id)
+            followups = self._take_in(conn, task.id, advance=False)  # the claim advanced it
             attempt = self._latest_attempt_in(conn, task.id)
         return claim_of(task, attempt, followups)
 
@@ -83,7 +84,8 @@ class WorkerMixin:
             return None
         cursor = conn.execute(
             d.sql(
-                "UPDATE tasks SET status = 'running', host = ? WHERE id = ? AND status = 'queued'"
+                "UPDATE tasks SET status = 'running', host = ?, turn = turn + 1"
+                " WHERE id = ? AND status = 'queued'"
             ),
             (bound_host, row[0]),
         )
@@ -112,9 +114,11 @@ class WorkerMixin:
         with self._db.write() as conn:
             return self._take_in(conn, task_id)
 
-    def _take_in(self, conn: Executor, task_id: str) -> tuple[str, ...]:
-        """Rule 2, inside the caller's write transaction."""
+    def _take_in(self, conn: Executor, task_id: str, *, advance: bool = True) -> tuple[str, ...]:
+        """Rule 2, inside the caller's write transaction: held follow-ups are queued first
+        (TOL-7), and handing out at least one starts a new turn when `advance` (TOL-4)."""
         d = self._tables.dialect
+        release_held_in(conn, self._tables, text_value(task_id, "task_id"))
         tid = d.bind_text(text_value(task_id, "task_id"))
         rows = conn.execute(
             d.sql(
@@ -129,6 +133,8 @@ class WorkerMixin:
                 d.sql("UPDATE followups SET consumed = ? WHERE seq = ?"),
                 [(d.bool_in(True), seq) for seq, _ in rows],
             )
+            if advance:
+                conn.execute(d.sql("UPDATE tasks SET turn = turn + 1 WHERE id = ?"), (tid,))
         return tuple(d.stored_text(text) for _, text in rows)
 
     # ---- AutomationAdmin ---------------------------------------------------------------

@@ -54,9 +54,10 @@ def type_words(param: Any) -> str:
             words = "PATH"
         else:
             annotation = desc.annotation
-            words = _ANNOTATION_WORDS.get(annotation) or getattr(
-                annotation, "__name__", "value"
-            ).upper()
+            words = (
+                _ANNOTATION_WORDS.get(annotation)
+                or getattr(annotation, "__name__", "value").upper()
+            )
         repeated = bool(desc.is_list)
     else:  # older typer: click parameter types
         kind = getattr(param, "type", None)

@@ -271,9 +271,7 @@ async def offer_unfinished(sup: Supervisor, keyboard: Keyboard, raw: Any) -> str
     )
     while True:
         try:
-            answer = await keyboard.ask(
-                f"[r]esume run {run_id}, start a [n]ew run, or [q]uit? "
-            )
+            answer = await keyboard.ask(f"[r]esume run {run_id}, start a [n]ew run, or [q]uit? ")
         except EOFError:
             return ""
         choice = answer.strip().lower()[:1]

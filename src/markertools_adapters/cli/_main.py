@@ -51,6 +51,7 @@ def all_modules() -> tuple[str, ...]:
     here = [str(Path(__file__).resolve().parent)]  # this package, without importing it
     return tuple(sorted(m.name for m in pkgutil.iter_modules(here) if m.name.startswith("cmd_")))
 
+
 EXIT_USAGE: Final[int] = 2
 EXIT_INTERNAL: Final[int] = 3
 ISSUES_URL: Final[str] = "https://github.com/markertools/markertools/issues"

@@ -215,7 +215,9 @@ def world_dump(
     db: Annotated[
         str,
         typer.Option(
-            "--db", help="The database to print (a file or a postgresql:// URL).", metavar="PATH|URL"
+            "--db",
+            help="The database to print (a file or a postgresql:// URL).",
+            metavar="PATH|URL",
         ),
     ],
 ) -> None:

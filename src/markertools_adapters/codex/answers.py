@@ -78,7 +78,9 @@ class ModelList:
 
     def default(self) -> ModelInfo | None:
         """The model marked default, else the first one, else None."""
-        return next((m for m in self.models if m.is_default), self.models[0] if self.models else None)
+        return next(
+            (m for m in self.models if m.is_default), self.models[0] if self.models else None
+        )
 
 
 def decode_model_list(result: object) -> ModelList:
@@ -90,10 +92,12 @@ def decode_model_list(result: object) -> ModelList:
         if name is None:
             continue
         efforts = tuple(
-            e for e in (
+            e
+            for e in (
                 _str(_dict(x).get("reasoningEffort"))
                 for x in _list(item.get("supportedReasoningEfforts"))
-            ) if e is not None
+            )
+            if e is not None
         )
         models.append(
             ModelInfo(
@@ -136,7 +140,9 @@ class RateLimits:
     def windows(self) -> tuple[QuotaWindow, ...]:
         """The windows as PLN-8 sees them (remaining percent, bucket, length)."""
         return tuple(
-            QuotaWindow(left_percent=w.left_percent, bucket=self.limit_id, window_minutes=w.window_minutes)
+            QuotaWindow(
+                left_percent=w.left_percent, bucket=self.limit_id, window_minutes=w.window_minutes
+            )
             for w in (self.primary, self.secondary)
             if w is not None
         )
@@ -239,7 +245,9 @@ def decode_thread(result: object) -> ThreadHistory:
                 user.append(_item_text(item))
             elif item.get("type") == "agentMessage":
                 agent.append(_item_text(item))
-        turns.append(HistoryTurn(turn_id, _str(turn.get("status")), "\n".join(user), "\n".join(agent)))
+        turns.append(
+            HistoryTurn(turn_id, _str(turn.get("status")), "\n".join(user), "\n".join(agent))
+        )
     return ThreadHistory(_str(thread.get("id")), _str(thread.get("cwd")), tuple(turns))
 
 

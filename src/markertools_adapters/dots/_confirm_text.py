@@ -115,6 +115,7 @@ def start_requests(
     locale: str,
 ) -> tuple[ConfirmRequest, ConfirmRequest]:
     """The plan, then the launch: what `dots_start` asks before anything exists."""
+
     def r(key: str, **kw: Any) -> str:
         return say(locale, key, **kw)
 

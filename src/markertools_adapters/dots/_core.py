@@ -400,7 +400,10 @@ class SupervisorCore(RunBook):
         outcome = "timed_out" if role in run.timing_out else status
         run.timing_out.discard(role)
         if reply is not None and len(reply) > MAX_REPLY_CHARS:  # the journal stays bounded
-            reply = reply[:MAX_REPLY_CHARS] + f"\n[... {len(reply) - MAX_REPLY_CHARS} characters not kept]"
+            reply = (
+                reply[:MAX_REPLY_CHARS]
+                + f"\n[... {len(reply) - MAX_REPLY_CHARS} characters not kept]"
+            )
         self.submit(run, TurnEnded(new_id(), role, new_id(), reply, outcome))  # type: ignore[arg-type]
         # DOT-8: a turn's end is also an observation: its model responses have just
         # updated the rate limits (`account/rateLimits/updated` precedes turn/completed),
@@ -462,7 +465,8 @@ class SupervisorCore(RunBook):
                 continue
             if snapshot is not None:
                 self.codex.rate_limits = (
-                    snapshot if self.codex.rate_limits is None
+                    snapshot
+                    if self.codex.rate_limits is None
                     else self.codex.rate_limits.merged(snapshot)
                 )
                 break

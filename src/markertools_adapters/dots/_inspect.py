@@ -233,11 +233,16 @@ class CodexAccess:
             client = await self.utility()
             page = decode_thread_list(await client.thread_list(**params))
         return ThreadsView(
-            tuple(ThreadItem(t.id, t.cwd, head(t.preview), t.updated_at, t.model) for t in page.threads),
+            tuple(
+                ThreadItem(t.id, t.cwd, head(t.preview), t.updated_at, t.model)
+                for t in page.threads
+            ),
             page.next_cursor,
         )
 
-    async def thread_read(self, thread_id: str, *, limit: int, cursor: str | None) -> ThreadReadView:
+    async def thread_read(
+        self, thread_id: str, *, limit: int, cursor: str | None
+    ) -> ThreadReadView:
         """dots_thread_read: recent history, newest last, framed as data (INJ-7)."""
         end: int | None = None
         if cursor is not None:

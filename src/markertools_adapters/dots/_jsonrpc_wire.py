@@ -283,7 +283,9 @@ def parse_line(line: bytes) -> Any:
         return Refusal(INVALID_REQUEST, "dots.rpc.too_deep", scan_id(line[:ID_SCAN_BYTES]))
     if reason.startswith("number out of range"):
         rid = scan_id(line[:ID_SCAN_BYTES])
-        return Refusal(INVALID_REQUEST, "dots.rpc.big_number", rid, args=(("digits", MAX_INT_DIGITS),))
+        return Refusal(
+            INVALID_REQUEST, "dots.rpc.big_number", rid, args=(("digits", MAX_INT_DIGITS),)
+        )
     return Refusal(PARSE_ERROR, "dots.rpc.parse", None, args=(("detail", reason[:120]),))
 
 
@@ -440,5 +442,3 @@ def _array(answers: list[bytes]) -> bytes:
 
 
 # ---- the I/O around it -----------------------------------------------------------------
-
-

@@ -67,7 +67,11 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         # own only when this process does not hold it (while it does, codex refuses any
         # other writer: "already has an active writer")
         check = spec.existing_thread_id is not None or worker.thread_id != thread
-        if thread is not None and check and not await _no_external_turn(core, run, worker, role, thread):
+        if (
+            thread is not None
+            and check
+            and not await _no_external_turn(core, run, worker, role, thread)
+        ):
             return
         step = core.submit(run, Launch(new_id(), role))
         if not isinstance(step.outcome, Applied):
@@ -85,7 +89,10 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         text = instruction_text(core, payload.instruction, payload.inputs)
         try:
             thread_id = await worker.open_thread(
-                cwd=payload.cwd, sandbox=payload.sandbox, model=payload.model, resume=payload.thread_id
+                cwd=payload.cwd,
+                sandbox=payload.sandbox,
+                model=payload.model,
+                resume=payload.thread_id,
             )
             turn_id = await worker.start_turn(text, model=payload.model, effort=payload.effort)
         except Exception as exc:
@@ -138,7 +145,9 @@ async def _model_offered(
         efforts = chosen.efforts if chosen is not None else ()
         if effort not in efforts:
             offered = ", ".join(efforts) or "none"
-            detail = msg("plan.paused.model", role=role, what="effort", value=effort, offered=offered)
+            detail = msg(
+                "plan.paused.model", role=role, what="effort", value=effort, offered=offered
+            )
             core.halt(run, "model", detail, role)
             return False
     return True

@@ -137,7 +137,7 @@ class StartArgs(Args):
             "[{name, backend, cwd, role, instruction, sandbox, dependsOn, model, "
             "effort, existingThreadId}], quota, maxTurns, timeoutMs, allowedModels, "
             "supervision. The user confirms it twice before anything starts."
-        )
+        ),
     )
 
 
@@ -171,9 +171,7 @@ class TuneChanges(Args):
 class TuneArgs(Args):
     runId: Id
     worker: Id
-    changes: TuneChanges = Field(
-        description="for the worker's next turns; widening asks the user"
-    )
+    changes: TuneChanges = Field(description="for the worker's next turns; widening asks the user")
 
 
 class ControlArgs(Args):
@@ -445,9 +443,7 @@ def too_large(arguments: Mapping[str, Any]) -> str | None:
     return None
 
 
-def parse_arguments(
-    tool: str, arguments: Mapping[str, Any] | None, locale: str = "en"
-) -> Args:
+def parse_arguments(tool: str, arguments: Mapping[str, Any] | None, locale: str = "en") -> Args:
     """The arguments of `tool` as its model, else DotsError naming the argument."""
     raw = dict(arguments or {})
     model = MODELS[tool]
@@ -455,7 +451,11 @@ def parse_arguments(
     if oversized is not None:
         path = _segment(oversized, locale)
         text = msg(
-            "dots.arg.too_large", path=path, max=MAX_ARGUMENT_CHARS, nodes=MAX_VALUES, depth=MAX_DEPTH
+            "dots.arg.too_large",
+            path=path,
+            max=MAX_ARGUMENT_CHARS,
+            nodes=MAX_VALUES,
+            depth=MAX_DEPTH,
         ).render(locale)
         raise DotsError(text, path)
     try:

@@ -163,7 +163,10 @@ class Supervisor(SupervisorCore):
                     else "dots.err.backend_no_provider"
                 )
                 raise self._err(
-                    key, "proposal.workers.backend", worker=repr(role.name), backend=repr(role.backend)
+                    key,
+                    "proposal.workers.backend",
+                    worker=repr(role.name),
+                    backend=repr(role.backend),
                 )
         unfinished = [r for r in self.runs.values() if r.state.status not in FINISHED]
         if len(unfinished) >= self.settings.max_runs:  # issue 26: a bounded host, asked nothing
@@ -181,7 +184,9 @@ class Supervisor(SupervisorCore):
                 continue
             owner_run = taken.get(tid)
             if owner_run is not None:
-                if owner_run.state.owner != owner:  # DOT-15: another conversation's run id stays its own
+                if (
+                    owner_run.state.owner != owner
+                ):  # DOT-15: another conversation's run id stays its own
                     raise self._err(
                         "dots.err.thread_owned_elsewhere",
                         "proposal.workers.existingThreadId",
@@ -271,7 +276,9 @@ class Supervisor(SupervisorCore):
             for role in run.state.roles:
                 if role.status == "awaiting-decision" and role.decision_id:
                     out.append(
-                        PendingDecision(run.run_id, role.name, role.decision_id, head(role.last_reply))
+                        PendingDecision(
+                            run.run_id, role.name, role.decision_id, head(role.last_reply)
+                        )
                     )
         return out
 
@@ -371,7 +378,9 @@ class Supervisor(SupervisorCore):
                     )
             self._refuse(self.submit(run, Budget(new_id(), budget)), "budget")
         else:
-            raise self._err("dots.err.action", "action", actions=", ".join(ACTIONS), value=repr(action))
+            raise self._err(
+                "dots.err.action", "action", actions=", ".join(ACTIONS), value=repr(action)
+            )
         return self._view(run)
 
     async def tune(
@@ -398,7 +407,9 @@ class Supervisor(SupervisorCore):
             allow = (model,)
         now_timeout = current.timeout_ms or state.proposal.timeout_ms
         if isinstance(timeout, int) and timeout > now_timeout:
-            widen.append(say(self.locale, "dots.confirm.widen_timeout", old=now_timeout, new=timeout))
+            widen.append(
+                say(self.locale, "dots.confirm.widen_timeout", old=now_timeout, new=timeout)
+            )
         event = Tune(new_id(), worker, model, effort, timeout, sandbox, allow)
         self._refuse_before_asking(tune_refusal(state, event))  # Rule 4
         if widen:
@@ -448,4 +459,3 @@ def quota_windows(snapshot: Any) -> tuple[Any, ...]:
 
     limits = decode_rate_limits(snapshot)
     return limits.windows() if limits is not None else ()
-

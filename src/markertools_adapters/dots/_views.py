@@ -217,7 +217,9 @@ def run_view(state: RunState, locale: str = "en") -> RunView:
             watch_bucket=policy.bucket,
             watch_window_minutes=policy.window_minutes,
         ),
-        alerts=tuple(AlertView(a.at, a.message.render(locale)) for a in state.alerts[-ALERTS_KEPT:]),
+        alerts=tuple(
+            AlertView(a.at, a.message.render(locale)) for a in state.alerts[-ALERTS_KEPT:]
+        ),
         pending_notices=len(state.outbox),
     )
 

@@ -294,7 +294,9 @@ class DotsMcp:
                 text = self._say("dots.err.worker_reads", tool=tool, worker=self.worker)
                 raise DotsError(text, None)
             if tool in MUTATING and self.worker is not None:
-                text = self._say("dots.err.worker_mode", tool=tool, worker=self.worker, env=WORKER_ENV)
+                text = self._say(
+                    "dots.err.worker_mode", tool=tool, worker=self.worker, env=WORKER_ENV
+                )
                 raise DotsError(text, None)
             args = parse_arguments(tool, arguments, self.sup.locale)
             with calling(CallConfirmer(ctx, tool, timeout=self.confirm_timeout)):
@@ -349,9 +351,13 @@ class DotsMcp:
 
     async def _probe(self, tool: str, owner: str, args: Any) -> tuple[dict[str, Any], str]:
         result = await self.sup.probe()
-        return result.to_json(), self._say("dots.tool.probe", model=result.model, effort=result.effort)
+        return result.to_json(), self._say(
+            "dots.tool.probe", model=result.model, effort=result.effort
+        )
 
-    async def _threads(self, tool: str, owner: str, args: ThreadsArgs) -> tuple[dict[str, Any], str]:
+    async def _threads(
+        self, tool: str, owner: str, args: ThreadsArgs
+    ) -> tuple[dict[str, Any], str]:
         opts = args.options
         result = await self.sup.threads(
             cwd=opts.cwd if opts else None,
@@ -409,7 +415,9 @@ class DotsMcp:
         ).to_json()
         return view, self._say("dots.tool.tuned", worker=args.worker, line=self._line(view))
 
-    async def _control(self, tool: str, owner: str, args: ControlArgs) -> tuple[dict[str, Any], str]:
+    async def _control(
+        self, tool: str, owner: str, args: ControlArgs
+    ) -> tuple[dict[str, Any], str]:
         view = (
             await self.sup.control(
                 owner=owner, run_id=args.runId, action=args.action, budget=args.budget

@@ -15,6 +15,7 @@ from markertools_adapters.memory._core import CoreMixin
 from markertools_adapters.memory._journal import JournalMixin
 from markertools_adapters.memory._state import MemoryState
 from markertools_adapters.memory._todos import TodoMixin
+from markertools_adapters.memory._tools import ToolsMixin
 from markertools_adapters.memory._worker import WorkerMixin
 from markertools_adapters.world import World
 
@@ -22,7 +23,14 @@ __all__ = ["MemoryState", "MemoryStore", "is_priced"]
 
 
 class MemoryStore(
-    CoreMixin, TodoMixin, AutomationMixin, AttemptMixin, WorkerMixin, JournalMixin, CarriesPorts
+    CoreMixin,
+    TodoMixin,
+    AutomationMixin,
+    AttemptMixin,
+    WorkerMixin,
+    JournalMixin,
+    ToolsMixin,
+    CarriesPorts,
 ):
     """Tasks, todos, automations, projects, permissions, costs and quotas, the attempts
     ledger, the audit log and the follow-up queue, in memory. Thread-safe."""

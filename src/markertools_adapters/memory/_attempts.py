@@ -18,7 +18,7 @@ from markertools import (
     requeued_task,
     summarize_error,
 )
-from markertools_adapters.memory._state import MemoryState
+from markertools_adapters.memory._state import MemoryState, revoke_left_running
 
 
 class AttemptMixin:
@@ -54,6 +54,7 @@ class AttemptMixin:
             if previous is None:
                 state.attempts[key] = row
             state.tasks[task_id] = new_task
+            revoke_left_running(state, task, new_task)  # TOL-3
         except BaseException:
             if previous is None:
                 state.attempts.pop(key, None)

@@ -20,6 +20,7 @@ from markertools import (
     Followup,
     Project,
     Quota,
+    StoredToken,
     Task,
     Todo,
 )
@@ -46,7 +47,24 @@ class MemoryState:
     delivery_blocks: dict[tuple[str, str, int], str] = attrs.Factory(dict)
     # TRN-9: (task id, turn id) -> what finish_turn did
     finished_turns: dict[tuple[str, str], FinishedTurn] = attrs.Factory(dict)
+    # TOL-4: (task id, turn, canonical kind) -> tool calls made
+    turn_uses: dict[tuple[str, int, str], int] = attrs.Factory(dict)
+    # TOL-7: (task id, turn, text) held until the turn's report is queued, in order
+    held_followups: list[tuple[str, int, str]] = attrs.Factory(list)
+    # TOL-3: token hash -> the stored token (never the secret)
+    tokens: dict[str, StoredToken] = attrs.Factory(dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock, eq=False, repr=False)
+
+
+def revoke_left_running(state: MemoryState, before: object, after: object) -> None:
+    """TOL-3: when a task row leaves `running` (before running, after not), revoke its
+    tokens - under the lock of the change itself, so in the same 'transaction'."""
+    if not (isinstance(before, Task) and isinstance(after, Task)):
+        return
+    if before.status == "running" and after.status != "running":
+        for key, token in state.tokens.items():
+            if token.task_id == after.id and not token.revoked:
+                state.tokens[key] = attrs.evolve(token, revoked=True)
 
 
 class _HasStatus(Protocol):
@@ -74,4 +92,17 @@ def compare_and_set(
         fields: dict[str, Any] = dict(changes)
         updated = attrs.evolve(current, **fields)  # type: ignore[misc]
         table[key] = updated
+        revoke_left_running(state, current, updated)
         return updated
+
+
+def release_held(state: MemoryState, task_id: str) -> tuple[str, ...]:
+    """TOL-7: queue the task's held follow-ups (in the order held) and forget them."""
+    from markertools import Followup
+
+    with state.lock:
+        texts = tuple(text for t, _, text in state.held_followups if t == task_id)
+        if texts:
+            state.held_followups = [h for h in state.held_followups if h[0] != task_id]
+            state.followups.extend(Followup(task_id, text) for text in texts)
+        return texts

@@ -46,7 +46,7 @@ from markertools import (
 from markertools_adapters.errors import UnknownTask
 from markertools_adapters.memory._automations import name_clash
 from markertools_adapters.memory._journal import JournalMixin
-from markertools_adapters.memory._state import MemoryState
+from markertools_adapters.memory._state import MemoryState, release_held, revoke_left_running
 
 AUTOMATION_CHANGES: Final[frozenset[str]] = frozenset(
     {"prompt", "interval_seconds", "first_run_at", "run_once"}
@@ -78,7 +78,7 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
             if not queued:
                 return None
             oldest = min(queued, key=lambda t: (t.created_at, t.id))
-            claimed = attrs.evolve(oldest, status="running", host=host)
+            claimed = attrs.evolve(oldest, status="running", host=host, turn=oldest.turn + 1)
             self._state.tasks[oldest.id] = claimed
             return claimed
 
@@ -87,20 +87,34 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
             task = self.claim_next_task(project_id, host)
             if task is None:
                 return None
-            followups = self.take_followups(task.id)
+            followups = self._take(task.id, advance=False)  # the claim advanced the turn
             return claim_of(task, self.latest_attempt(task.id), followups)
 
     # ---- FollowupTaker -----------------------------------------------------------------
 
     def take_followups(self, task_id: str) -> tuple[str, ...]:
+        return self._take(task_id, advance=True)
+
+    def _take(self, task_id: str, *, advance: bool) -> tuple[str, ...]:
         with self._state.lock:
+            release_held(self._state, task_id)  # TOL-7: a turn that queued no report
             taken: list[str] = []
             rows = self._state.followups
             for i, f in enumerate(rows):
                 if f.task_id == task_id and not f.consumed:
                     taken.append(f.text)
                     rows[i] = attrs.evolve(f, consumed=True)
+            task = self._state.tasks.get(task_id)
+            if advance and taken and task is not None:  # TOL-4: a new turn starts
+                self._state.tasks[task_id] = attrs.evolve(task, turn=task.turn + 1)
             return tuple(taken)
+
+    def set_thread_id(self, task_id: str, thread_id: str | None) -> None:
+        with self._state.lock:
+            task = self._state.tasks.get(task_id)
+            if task is None:
+                raise UnknownTask(task_id, "set_thread_id")
+            self._state.tasks[task_id] = attrs.evolve(task, thread_id=thread_id)
 
     # ---- AutomationAdmin ---------------------------------------------------------------
 
@@ -202,8 +216,9 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
                     fields["result_text"] = result_text
                 if error_text is not None:
                     fields["error_text"] = error_text
-                task = attrs.evolve(task, **fields)
+                before, task = task, attrs.evolve(task, **fields)
                 state.tasks[task_id] = task
+                revoke_left_running(state, before, task)  # TOL-3
             row: CostRow | None = None
             charged: Quota | None = None
             if cost is not None:

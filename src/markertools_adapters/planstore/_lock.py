@@ -103,7 +103,9 @@ class HostLock:
         try:
             return cls._acquire(path)
         except OSError as exc:
-            raise StateDirUnwritable(f"{path}: the host lock cannot be taken ({why(exc)})") from None
+            raise StateDirUnwritable(
+                f"{path}: the host lock cannot be taken ({why(exc)})"
+            ) from None
 
     @staticmethod
     def _set_aside(path: Path) -> None:

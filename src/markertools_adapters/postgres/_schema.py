@@ -48,6 +48,9 @@ NOTIFY_CHANNEL: Final[str] = "markertools_task_status"
 MARKERTOOLS_TABLES: Final[tuple[str, ...]] = (
     *WORLD_TABLES,
     "finished_turns",
+    "turn_uses",
+    "held_followups",
+    "task_tokens",
     "world_clock",
     "role_grants",
     "user_roles",
@@ -291,6 +294,50 @@ _STEP6_DROP: Final[tuple[str, ...]] = (
     )""",
 )
 
+# ---- step 7: same-turn tools (TOL-3, TOL-4, TOL-7), a task's turn and thread -----------
+
+_STEP7: Final[tuple[str, ...]] = (
+    "ALTER TABLE tasks ADD COLUMN turn BIGINT NOT NULL DEFAULT 0",
+    f"ALTER TABLE tasks ADD COLUMN thread_id {T}",
+    f"ALTER TABLE audit ADD COLUMN source {T} NOT NULL DEFAULT 'block'",
+    # TOL-4: tool calls per (task, turn, canonical kind)
+    f"""CREATE TABLE turn_uses (
+        task_id {T} NOT NULL,
+        turn BIGINT NOT NULL,
+        kind {T} NOT NULL,
+        uses BIGINT NOT NULL,
+        PRIMARY KEY (task_id, turn, kind)
+    )""",
+    # TOL-7: a call's "/goal ..." held until its turn's report is queued
+    f"""CREATE TABLE held_followups (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        task_id {T} NOT NULL,
+        turn BIGINT NOT NULL,
+        text {T} NOT NULL
+    )""",
+    "CREATE INDEX held_followups_task ON held_followups (task_id)",
+    # TOL-3: only the SHA-256 of a token is stored
+    f"""CREATE TABLE task_tokens (
+        token_hash {T} PRIMARY KEY,
+        task_id {T} NOT NULL,
+        expires_at {F} NOT NULL,
+        revoked BOOLEAN NOT NULL
+    )""",
+    "CREATE INDEX task_tokens_task ON task_tokens (task_id)",
+    # TOL-3: a task leaving `running` - by any statement - revokes its tokens in the same
+    # transaction (the function resolves task_tokens in the schema it was created in)
+    """CREATE FUNCTION markertools_revoke_task_tokens() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        UPDATE task_tokens SET revoked = true WHERE task_id = NEW.id AND NOT revoked;
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER task_tokens_revoke
+    AFTER UPDATE OF status ON tasks
+    FOR EACH ROW WHEN (OLD.status = 'running' AND NEW.status <> 'running')
+    EXECUTE FUNCTION markertools_revoke_task_tokens()""",
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1,),
     (_STEP2, _fill_next_run_at),
@@ -298,6 +345,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP4,),
     (_STEP5,),
     (_STEP6_ADD, _convert_amounts, _STEP6_DROP),
+    (_STEP7,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

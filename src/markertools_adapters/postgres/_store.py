@@ -35,6 +35,7 @@ from markertools_adapters._sql import (
     JournalMixin,
     RecordsMixin,
     SchemaError,
+    ToolsMixin,
     WorkerMixin,
     WorldMixin,
 )
@@ -65,6 +66,7 @@ class PostgresStore(
     TodoMixin,
     AutomationMixin,
     RecordsMixin,
+    ToolsMixin,
     WorkerMixin,
     FinishMixin,
     JournalMixin,

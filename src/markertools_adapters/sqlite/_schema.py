@@ -278,6 +278,45 @@ _STEP6_SWAP: Final[tuple[str, ...]] = (
     ) STRICT""",
 )
 
+# ---- step 7: same-turn tools (TOL-3, TOL-4, TOL-7), a task's turn and thread -----------
+
+_STEP7: Final[tuple[str, ...]] = (
+    "ALTER TABLE tasks ADD COLUMN turn INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE tasks ADD COLUMN thread_id TEXT",
+    "ALTER TABLE audit ADD COLUMN source TEXT NOT NULL DEFAULT 'block'",
+    # TOL-4: tool calls per (task, turn, canonical kind)
+    """CREATE TABLE turn_uses (
+        task_id TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        uses INTEGER NOT NULL,
+        PRIMARY KEY (task_id, turn, kind)
+    ) STRICT""",
+    # TOL-7: a call's "/goal ..." held until its turn's report is queued
+    """CREATE TABLE held_followups (
+        seq INTEGER PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        text TEXT NOT NULL
+    ) STRICT""",
+    "CREATE INDEX held_followups_task ON held_followups (task_id)",
+    # TOL-3: only the SHA-256 of a token is stored
+    f"""CREATE TABLE task_tokens (
+        token_hash TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        {_real("expires_at", null=False)},
+        {_bool("revoked")}
+    ) STRICT""",
+    "CREATE INDEX task_tokens_task ON task_tokens (task_id)",
+    # TOL-3: a task leaving `running` - by any statement - revokes its tokens in the same
+    # transaction
+    """CREATE TRIGGER task_tokens_revoke AFTER UPDATE OF status ON tasks
+    FOR EACH ROW WHEN OLD.status = 'running' AND NEW.status <> 'running'
+    BEGIN
+        UPDATE task_tokens SET revoked = 1 WHERE task_id = NEW.id AND revoked = 0;
+    END""",
+)
+
 # Each migration is a list of steps (SQL text or a callable run on the connection).
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1, _permission_tables),
@@ -286,6 +325,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP4,),
     (_STEP5,),
     (_STEP6_NEW_TABLES, _convert_amounts, _STEP6_SWAP),
+    (_STEP7,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

@@ -29,6 +29,7 @@ from markertools_adapters._sql import (
     FinishMixin,
     JournalMixin,
     RecordsMixin,
+    ToolsMixin,
     WorkerMixin,
     WorldMixin,
 )
@@ -45,6 +46,7 @@ class SqliteStore(
     TodoMixin,
     AutomationMixin,
     RecordsMixin,
+    ToolsMixin,
     WorkerMixin,
     FinishMixin,
     JournalMixin,
