@@ -22,6 +22,7 @@ from typing import Final
 import attrs
 
 from markertools.domain.model import Quota, Task
+from markertools.domain.money import usd_text
 from markertools.text.msg import DEFAULT_LOCALE, Msg, msg
 
 REQUEUE_KINDS: Final[frozenset[str]] = frozenset({"platform_fresh", "goal_breakpoint"})
@@ -103,8 +104,8 @@ def quota_hold_reason(user: str, quota: Quota) -> Msg:
     return msg(
         "attempts.quota_held",
         user=user,
-        used=str(quota.used_usd),
-        total=str(quota.total_usd),
+        used=usd_text(quota.used_usd),
+        total="-" if quota.total_usd is None else usd_text(quota.total_usd),
     )
 
 
