@@ -435,7 +435,9 @@ class TaskClaimer(Protocol):
     def claim_next_task(self, project_id: str, host: str) -> Task | None:
         """Compare-and-set the oldest queued task of `project_id` to running on `host`,
         advancing its `turn` by 1 (TOL-4), and return it; None when none is queued. Two
-        hosts never claim one task.
+        hosts never claim one task. The order is `markertools.pick_claim`'s: a task with
+        another host's live affinity or a creator over quota is passed over (WRK-6,
+        WRK-8), one with this host's affinity comes first.
         (Kept for compatibility: `claim_task` also says what kind of start it is.)"""
         ...
 
