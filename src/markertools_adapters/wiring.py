@@ -29,6 +29,7 @@ from markertools import (
     DeliveryJournal,
     FollowupQueue,
     FollowupTaker,
+    LeaseStore,
     PermissionLookup,
     Ports,
     ProjectLookup,
@@ -71,12 +72,14 @@ class WorkerStore(
     TurnFinisher,
     CallLedger,
     TaskTokenStore,
+    LeaseStore,
     Protocol,
 ):
     """A store a whole worker loop runs on (docs/worker-loop.md): every storage port plus
     claiming tasks, taking follow-ups, managing automations, the record writers, the
     unit of work at the end of a turn (`finish_turn`, TRN-9) and the same-turn tool ports
-    (the call ledger, task tokens: TOL-3, TOL-4). Every bundled store is one;
+    (the call ledger, task tokens: TOL-3, TOL-4) and leases, affinity, checkpoints and the
+    fleet snapshot (LeaseStore: WRK-6, WRK-7, WRK-10). Every bundled store is one;
     `markertools_adapters.kit.StoreKit` makes one from three primitives."""
 
 

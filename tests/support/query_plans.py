@@ -87,8 +87,17 @@ PORT_CALLS: list[tuple[str, Callable[[Any], object]]] = [
         lambda s: s.record_audit(AuditRecord("t1", "task-cancel", None, "done", "r", 1.0)),
     ),
     ("enqueue_followup", lambda s: s.enqueue_followup("t001", "report")),
+    # LeaseStore (WRK-6, WRK-7, WRK-10)
+    ("claim_task_lease", lambda s: s.claim_task("p", "h1", now=5.0, lease_seconds=30.0)),
+    ("renew_leases", lambda s: s.renew_leases("h1", ["t001", "t002"], lease_seconds=3, now=5)),
+    ("get_lease", lambda s: s.get_lease("t001")),
+    ("expired_leases", lambda s: s.expired_leases(5.0, "p")),
+    ("requeue_expired", lambda s: s.requeue_expired("t001", "h1", 5.0, affinity_seconds=9)),
+    ("get_affinity", lambda s: s.get_affinity("t001")),
+    ("cancelled_among", lambda s: s.cancelled_among(["t001", "t002"])),
+    ("last_checkpoint", lambda s: s.last_checkpoint("t001")),
+    ("fleet_snapshot", lambda s: s.fleet_snapshot("p", 5.0)),
 ]
-
 
 
 def _blocks(kind: str, bodies: list[str]) -> str:

@@ -31,6 +31,8 @@ ALL_TASK_IDS = (*(f"t{i}" for i in range(8)), "T", "é", "t10", "", "n1", "n2", 
 TODO_IDS = st.sampled_from(["d1", "d2", "d3", "D", "d9"])
 AUTOMATION_IDS = st.sampled_from(["a1", "a2", "a3", "a9"])
 STATUS = st.sampled_from(TASK_STATUSES)
+HOSTS = st.sampled_from(["h1", "h2"])
+LEASES = st.sampled_from([0.0, 30.0, 1e6])
 
 
 def _call(store: Any, method: str, *args: Any, **kwargs: Any) -> tuple[str, Any]:
@@ -256,6 +258,48 @@ class AdapterAgreement(RuleBasedStateMachine):
     @rule(tid=TASK_IDS)
     def take_followups(self, tid: str) -> None:
         self.both("take_followups", tid)
+
+    # ---- leases, affinity, checkpoints, the fleet snapshot (issue 29, WRK-6/7/10) -------
+
+    @rule(project=PROJECT_IDS, host=HOSTS, now=TIMES, lease=LEASES)
+    def claim_with_lease(self, project: str, host: str, now: float, lease: float) -> None:
+        self.both("claim_task", project, host, now=now, lease_seconds=lease)
+
+    @rule(host=HOSTS, ids=st.lists(TASK_IDS, max_size=4), lease=LEASES, now=TIMES)
+    def renew_leases(self, host: str, ids: list[str], lease: float, now: float) -> None:
+        self.both("renew_leases", host, ids, lease_seconds=lease, now=now)
+
+    @rule(tid=TASK_IDS, host=HOSTS, pgid=st.integers(1, 2**31), machine=st.none() | TEXT)
+    def process_group(self, tid: str, host: str, pgid: int, machine: str | None) -> None:
+        self.both("record_process_group", tid, host, pgid, machine_id=machine, now=0.0)
+        self.both("get_lease", tid)
+
+    @rule(
+        tid=TASK_IDS,
+        host=HOSTS,
+        now=TIMES,
+        affinity=LEASES,
+        kind=st.sampled_from(["platform_fresh", "goal_breakpoint"]),
+    )
+    def requeue_expired(self, tid: str, host: str, now: float, affinity: float, kind: str) -> None:
+        self.both("expired_leases", now)
+        self.both("requeue_expired", tid, host, now, affinity_seconds=affinity, kind=kind)
+        self.both("get_affinity", tid)
+
+    @rule(tid=TASK_IDS, host=HOSTS)
+    def release_lease(self, tid: str, host: str) -> None:
+        self.both("release_lease", tid, host)
+        self.both("get_lease", tid)
+
+    @rule(tid=TASK_IDS, rnd=st.integers(0, 5), thread=st.none() | TEXT, now=TIMES)
+    def checkpoint(self, tid: str, rnd: int, thread: str | None, now: float) -> None:
+        self.both("record_checkpoint", tid, rnd, thread_id=thread, turn_id=None, now=now)
+        self.both("last_checkpoint", tid)
+
+    @rule(ids=st.lists(TASK_IDS, max_size=5), project=st.none() | PROJECT_IDS, now=TIMES)
+    def fleet(self, ids: list[str], project: str | None, now: float) -> None:
+        self.both("cancelled_among", ids)
+        self.both("fleet_snapshot", project, now)
 
     # ---- same-turn tools (issue 28): the call ledger, held follow-ups, task tokens -------
 

@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from markertools.domain.change import TaskChange
+from markertools.domain.lease import Affinity, Checkpoint, FleetSnapshot, Lease
 from markertools.domain.model import (
     Attempt,
     AuditRecord,
@@ -434,15 +435,29 @@ class TaskClaimer(Protocol):
     def claim_next_task(self, project_id: str, host: str) -> Task | None:
         """Compare-and-set the oldest queued task of `project_id` to running on `host`,
         advancing its `turn` by 1 (TOL-4), and return it; None when none is queued. Two
-        hosts never claim one task.
+        hosts never claim one task. The order is `markertools.pick_claim`'s: a task with
+        another host's live affinity or a creator over quota is passed over (WRK-6,
+        WRK-8), one with this host's affinity comes first.
         (Kept for compatibility: `claim_task` also says what kind of start it is.)"""
         ...
 
-    def claim_task(self, project_id: str, host: str) -> Claim | None:
+    def claim_task(
+        self,
+        project_id: str,
+        host: str,
+        *,
+        now: float | None = None,
+        lease_seconds: float | None = None,
+    ) -> Claim | None:
         """INJ-1: claim like `claim_next_task` and, in the same transaction, take the
         task's queued follow-ups (consumed, in queue order) and read its latest attempt;
         the Claim's `start` is `markertools.start_kind(task, latest_attempt, followups)`.
-        None when no task is queued."""
+        None when no task is queued.
+        With `lease_seconds` (WRK-6) the same transaction writes the task's lease (host,
+        now + lease_seconds; `now` defaults to the store's clock) and the claim skips
+        tasks whose affinity belongs to another host until it ends (tasks with affinity
+        to this host first, then oldest first), and tasks whose creator's quota is
+        exhausted (WRK-8, `quota_exhausted`: held by quota)."""
         ...
 
 
@@ -551,3 +566,89 @@ class Ports:
     waiter: ChangeWaiter | None = None  # None: poll/wait sleep on the clock
     journal: DeliveryJournal | None = None  # None: a turn id can not be honoured (TRN-9)
     calls: CallLedger | None = None  # None: no same-turn tool calls (deliver_call refuses)
+
+
+class LeaseStore(Protocol):
+    """Port: leases, affinity, goal checkpoints and the fleet snapshot (WRK-6, WRK-7,
+    WRK-8, WRK-10). Every bundled store implements it; a lease goes away in the same
+    transaction as any change that takes its task out of `running`."""
+
+    def claim_task(
+        self,
+        project_id: str,
+        host: str,
+        *,
+        now: float | None = None,
+        lease_seconds: float | None = None,
+    ) -> Claim | None:
+        """See `TaskClaimer.claim_task`."""
+        ...
+
+    def renew_leases(
+        self, host: str, task_ids: Collection[str], *, lease_seconds: float, now: float
+    ) -> tuple[str, ...]:
+        """Extend to now + lease_seconds the leases `host` still holds on running tasks
+        among `task_ids`; the ids still held (in the order given). A task requeued or
+        taken meanwhile is left out: the host must stop it."""
+        ...
+
+    def record_process_group(
+        self, task_id: str, host: str, pgid: int, *, machine_id: str | None, now: float
+    ) -> None:
+        """Record the app-server process group of the task on its lease (only while
+        `host` holds it; otherwise nothing changes)."""
+        ...
+
+    def get_lease(self, task_id: str) -> Lease | None:
+        """The task's lease, or None."""
+        ...
+
+    def expired_leases(self, now: float, project_id: str | None = None) -> tuple[Lease, ...]:
+        """Leases of running tasks with expires_at <= now (optionally of one project),
+        by task id."""
+        ...
+
+    def requeue_expired(
+        self,
+        task_id: str,
+        expected_host: str,
+        now: float,
+        *,
+        affinity_seconds: float,
+        kind: str = "platform_fresh",
+        checkpoint_round: int = -1,
+    ) -> RequeueResult:
+        """WRK-6 in ONE transaction, only while the task is still running on
+        `expected_host` with a lease expired at `now`: the ATT-2 requeue (ledger row of
+        `kind`, cleared fields, auto_resume_count + 1, queued), the lease dropped and the
+        affinity (expected_host, now + affinity_seconds) set. Of two concurrent callers
+        exactly one gets ok=True; the other gets ok=False with the reason."""
+        ...
+
+    def get_affinity(self, task_id: str) -> Affinity | None:
+        """The task's affinity (also one that has lapsed), or None."""
+        ...
+
+    def release_lease(self, task_id: str, host: str) -> None:
+        """Drop the task's lease if `host` holds it (the host ended the task)."""
+        ...
+
+    def cancelled_among(self, task_ids: Collection[str]) -> tuple[str, ...]:
+        """Which of these tasks are no longer running (cancelled elsewhere, or gone), in
+        the order given."""
+        ...
+
+    def record_checkpoint(
+        self, task_id: str, round: int, *, thread_id: str | None, turn_id: str | None, now: float
+    ) -> None:
+        """WRK-7: the task completed goal round `round` (replaces the last checkpoint)."""
+        ...
+
+    def last_checkpoint(self, task_id: str) -> Checkpoint | None:
+        """WRK-7: the task's last checkpoint, or None."""
+        ...
+
+    def fleet_snapshot(self, project_id: str | None, now: float) -> FleetSnapshot:
+        """WRK-10: tasks per status, hosts with live leases (expires_at > now) and their
+        running tasks (turn, claim time), queued tasks held by their creator's quota."""
+        ...

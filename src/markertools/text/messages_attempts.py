@@ -89,4 +89,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "reading the attempts needs the 'read' permission on project {project}",
         "zh": "查看尝试记录需要项目 {project} 的 read 权限",
     },
+    "attempts.quota_held": {
+        "en": "held by quota: {user} has spent {used} of {total}; no host claims the task until the quota is raised",
+        "zh": "因配额暂停：{user} 已花费 {used} / {total}；配额提高前不会有主机认领此任务",
+    },
 }

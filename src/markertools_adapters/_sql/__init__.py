@@ -32,6 +32,7 @@ from markertools_adapters._sql._dialect import Database, Dialect, Executor, Stat
 from markertools_adapters._sql._errors import SchemaError, SchemaTooNew
 from markertools_adapters._sql._finish import FinishMixin
 from markertools_adapters._sql._journal import JournalMixin
+from markertools_adapters._sql._leases import LEASE_CLAIM_SQL, LeaseMixin
 from markertools_adapters._sql._migrate import Step, apply_migration
 from markertools_adapters._sql._money import MONEY_COLUMNS, fill_micros
 from markertools_adapters._sql._records import RecordsMixin
@@ -45,6 +46,7 @@ __all__ = [
     "CLAIM_INDEX",
     "COSTS_INDEX",
     "DUE_INDEX",
+    "LEASE_CLAIM_SQL",
     "LOOKUP_INDEXES",
     "MONEY_COLUMNS",
     "WORLD_TABLES",
@@ -54,6 +56,7 @@ __all__ = [
     "Executor",
     "FinishMixin",
     "JournalMixin",
+    "LeaseMixin",
     "RecordCodec",
     "RecordsMixin",
     "SchemaError",

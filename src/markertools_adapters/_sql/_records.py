@@ -31,7 +31,7 @@ from markertools import (
     summarize_error,
 )
 from markertools_adapters._sql._codec import Tables, text_value
-from markertools_adapters._sql._dialect import Database
+from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._rows import get_by_id
 
 
@@ -78,53 +78,64 @@ class RecordsMixin:
     def requeue_platform(
         self, task_id: str, expected_status: str, kind: str, checkpoint_round: int, now: float
     ) -> RequeueResult:
-        tasks, attempts, d = self._tables.tasks, self._tables.attempts, self._tables.dialect
         try:
             with self._db.write() as conn:
-                row = conn.execute(
-                    d.sql(f"{tasks.select_sql} WHERE id = ?{d.lock_row}"), (d.bind_text(task_id),)
-                ).fetchone()
-                if row is None:
-                    return RequeueResult(ok=False, error=f"task {task_id!r} not found")
-                task = tasks.decode(row)
-                if task.status != expected_status:
-                    return RequeueResult(
-                        ok=False,
-                        error=f"task {task_id!r} is {task.status!r}, not {expected_status!r}"
-                        " (changed meanwhile)",
-                    )
-                attempt = ending_attempt(task, kind, checkpoint_round, now)
-                requeued = requeued_task(task)
-                conn.execute(
-                    f"{attempts.insert_sql} ON CONFLICT (task_id, attempt_no) DO NOTHING",
-                    attempts.encode(attempt),
-                )
-                cursor = conn.execute(
-                    d.sql(
-                        "UPDATE tasks SET status = ?, result_text = NULL, error_text = NULL,"
-                        " interrupted_reason = NULL, auto_resume_count = ?"
-                        " WHERE id = ? AND status = ?"
-                    ),
-                    (
-                        d.bind_text(requeued.status),
-                        requeued.auto_resume_count,
-                        d.bind_text(task_id),
-                        d.bind_text(expected_status),
-                    ),
-                )
-                if cursor.rowcount != 1:  # cannot happen under the write lock; stay safe
-                    raise RuntimeError(f"task {task_id!r} changed during the requeue")
-                kept = conn.execute(
-                    d.sql(f"{attempts.select_sql} WHERE task_id = ? AND attempt_no = ?"),
-                    (d.bind_text(task_id), attempt.attempt_no),
-                ).fetchone()
-                if kept is None:
-                    raise RuntimeError(
-                        f"attempt {attempt.attempt_no} of {task_id!r} was not recorded"
-                    )
-            return RequeueResult(ok=True, attempt=attempts.decode(kept))
+                return self._requeue_in(conn, task_id, expected_status, kind, checkpoint_round, now)
         except Exception as exc:
             return RequeueResult(ok=False, error=summarize_error(exc))
+
+    def _requeue_in(
+        self,
+        conn: Executor,
+        task_id: str,
+        expected_status: str,
+        kind: str,
+        checkpoint_round: int,
+        now: float,
+    ) -> RequeueResult:
+        """Rule 1 inside the caller's write transaction (requeue_expired uses it too); a
+        refusal is returned, a failure raises (the caller rolls back)."""
+        tasks, attempts, d = self._tables.tasks, self._tables.attempts, self._tables.dialect
+        row = conn.execute(
+            d.sql(f"{tasks.select_sql} WHERE id = ?{d.lock_row}"), (d.bind_text(task_id),)
+        ).fetchone()
+        if row is None:
+            return RequeueResult(ok=False, error=f"task {task_id!r} not found")
+        task = tasks.decode(row)
+        if task.status != expected_status:
+            return RequeueResult(
+                ok=False,
+                error=f"task {task_id!r} is {task.status!r}, not {expected_status!r}"
+                " (changed meanwhile)",
+            )
+        attempt = ending_attempt(task, kind, checkpoint_round, now)
+        requeued = requeued_task(task)
+        conn.execute(
+            f"{attempts.insert_sql} ON CONFLICT (task_id, attempt_no) DO NOTHING",
+            attempts.encode(attempt),
+        )
+        cursor = conn.execute(
+            d.sql(
+                "UPDATE tasks SET status = ?, result_text = NULL, error_text = NULL,"
+                " interrupted_reason = NULL, auto_resume_count = ?"
+                " WHERE id = ? AND status = ?"
+            ),
+            (
+                d.bind_text(requeued.status),
+                requeued.auto_resume_count,
+                d.bind_text(task_id),
+                d.bind_text(expected_status),
+            ),
+        )
+        if cursor.rowcount != 1:  # cannot happen under the write lock; stay safe
+            raise RuntimeError(f"task {task_id!r} changed during the requeue")
+        kept = conn.execute(
+            d.sql(f"{attempts.select_sql} WHERE task_id = ? AND attempt_no = ?"),
+            (d.bind_text(task_id), attempt.attempt_no),
+        ).fetchone()
+        if kept is None:
+            raise RuntimeError(f"attempt {attempt.attempt_no} of {task_id!r} was not recorded")
+        return RequeueResult(ok=True, attempt=attempts.decode(kept))
 
     def latest_attempt(self, task_id: str) -> Attempt | None:
         attempts, d = self._tables.attempts, self._tables.dialect

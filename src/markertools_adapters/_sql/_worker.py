@@ -7,8 +7,9 @@
 # follow-up to two callers.
 #
 # Invariants:
-#   Rule 1: claim_next_task is one write transaction: SELECT the oldest queued task of the
-#           project (created_at, id; the tasks_claim index of step 5) with the dialect's
+#   Rule 1: claim_next_task is one write transaction: SELECT the queued task of the project
+#           `markertools.pick_claim` names (LEASE_CLAIM_SQL: affinity of another host and
+#           quota hold skipped, own affinity first, then created_at, id) with the dialect's
 #           `skip_locked` (PostgreSQL: FOR UPDATE SKIP LOCKED - concurrent claimers skip
 #           each other's row instead of waiting for it; SQLite: BEGIN IMMEDIATE already
 #           serialises writers), then `UPDATE ... WHERE id = ? AND status = 'queued'`.
@@ -18,11 +19,14 @@
 #   Rule 4 (INJ-1): claim_task is Rules 1 and 2 and the latest attempt's read in ONE write
 #           transaction; the start comes from the pure `claim_of`. A failed claim takes
 #           nothing (the transaction rolls back).
+#   Rule 5 (WRK-6): with lease_seconds the claim writes the task's lease (host, now +
+#           lease_seconds, claim time) in the same transaction.
 #   Rule 3 (SCH-5, AUT-3): every automation change rewrites `next_run_at` from the pure
 #           schedule in the same statement; becoming active against the partial unique
 #           index raises AutomationNameTaken, never a duplicate-key error.
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -42,6 +46,7 @@ from markertools import (
 from markertools_adapters._sql._automations import stored_next_run_at
 from markertools_adapters._sql._codec import Tables, quote, text_value
 from markertools_adapters._sql._dialect import Database, Executor
+from markertools_adapters._sql._leases import LEASE_CLAIM_SQL
 from markertools_adapters._sql._rows import get_by_id
 from markertools_adapters._sql._tools import release_held_in
 from markertools_adapters.errors import StoreError
@@ -57,28 +62,41 @@ class WorkerMixin:
 
     def claim_next_task(self, project_id: str, host: str) -> Task | None:
         with self._db.write() as conn:
-            return self._claim_in(conn, project_id, host)
+            return self._claim_in(conn, project_id, host, time.time(), None)
 
-    def claim_task(self, project_id: str, host: str) -> Claim | None:
+    def claim_task(
+        self,
+        project_id: str,
+        host: str,
+        *,
+        now: float | None = None,
+        lease_seconds: float | None = None,
+    ) -> Claim | None:
+        at = time.time() if now is None else float(now)
         with self._db.write() as conn:  # Rule 4: one transaction
-            task = self._claim_in(conn, project_id, host)
+            task = self._claim_in(conn, project_id, host, at, lease_seconds)
             if task is None:
                 return None
             followups = self._take_in(conn, task.id, advance=False)  # the claim advanced it
             attempt = self._latest_attempt_in(conn, task.id)
         return claim_of(task, attempt, followups)
 
-    def _claim_in(self, conn: Executor, project_id: str, host: str) -> Task | None:
+    def _claim_in(
+        self,
+        conn: Executor,
+        project_id: str,
+        host: str,
+        now: float,
+        lease_seconds: float | None,
+    ) -> Task | None:
         """Rule 1, inside the caller's write transaction."""
         tasks, d = self._tables.tasks, self._tables.dialect
         pid = d.bind_text(text_value(project_id, "project_id"))
         bound_host = tasks.encode_value("host", host)
+        text_host = d.bind_text(text_value(host, "host"))
         row = conn.execute(
-            d.sql(
-                "SELECT id FROM tasks WHERE project_id = ? AND status = 'queued'"
-                f" ORDER BY created_at, id LIMIT 1{d.skip_locked}"
-            ),
-            (pid,),
+            d.sql(f"{LEASE_CLAIM_SQL}{d.skip_locked}"),
+            (pid, float(now), text_host, float(now), text_host),
         ).fetchone()
         if row is None:
             return None
@@ -91,6 +109,16 @@ class WorkerMixin:
         )
         if cursor.rowcount != 1:  # the row is locked by this transaction; stay safe
             return None
+        if lease_seconds is not None:  # Rule 5 (WRK-6): the lease, same transaction
+            conn.execute(
+                d.sql(
+                    "INSERT INTO task_leases (task_id, host, expires_at, started_at)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET"
+                    " host = excluded.host, expires_at = excluded.expires_at,"
+                    " started_at = excluded.started_at, pgid = NULL, machine_id = NULL"
+                ),
+                (row[0], text_host, float(now + lease_seconds), float(now)),
+            )
         claimed = conn.execute(d.sql(f"{tasks.select_sql} WHERE id = ?"), (row[0],)).fetchone()
         return None if claimed is None else tasks.decode(claimed)
 

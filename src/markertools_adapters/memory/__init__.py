@@ -13,6 +13,7 @@ from markertools_adapters.memory._attempts import AttemptMixin
 from markertools_adapters.memory._automations import AutomationMixin
 from markertools_adapters.memory._core import CoreMixin
 from markertools_adapters.memory._journal import JournalMixin
+from markertools_adapters.memory._leases import LeaseMixin
 from markertools_adapters.memory._state import MemoryState
 from markertools_adapters.memory._todos import TodoMixin
 from markertools_adapters.memory._tools import ToolsMixin
@@ -28,6 +29,7 @@ class MemoryStore(
     AutomationMixin,
     AttemptMixin,
     WorkerMixin,
+    LeaseMixin,
     JournalMixin,
     ToolsMixin,
     CarriesPorts,

@@ -12,12 +12,15 @@ from typing import Any, Protocol, TypeVar
 import attrs
 
 from markertools import (
+    Affinity,
     Attempt,
     AuditRecord,
     Automation,
+    Checkpoint,
     CostRow,
     FinishedTurn,
     Followup,
+    Lease,
     Project,
     Quota,
     StoredToken,
@@ -53,15 +56,21 @@ class MemoryState:
     held_followups: list[tuple[str, int, str]] = attrs.Factory(list)
     # TOL-3: token hash -> the stored token (never the secret)
     tokens: dict[str, StoredToken] = attrs.Factory(dict)
+    # WRK-6: task id -> its lease (only while the task runs) / its affinity
+    leases: dict[str, Lease] = attrs.Factory(dict)
+    affinities: dict[str, Affinity] = attrs.Factory(dict)
+    # WRK-7: task id -> its last goal checkpoint
+    checkpoints: dict[str, Checkpoint] = attrs.Factory(dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock, eq=False, repr=False)
 
 
 def revoke_left_running(state: MemoryState, before: object, after: object) -> None:
     """TOL-3: when a task row leaves `running` (before running, after not), revoke its
-    tokens - under the lock of the change itself, so in the same 'transaction'."""
+    tokens and drop its lease (WRK-6) - under the lock of the change itself, so in the same 'transaction'."""
     if not (isinstance(before, Task) and isinstance(after, Task)):
         return
     if before.status == "running" and after.status != "running":
+        state.leases.pop(after.id, None)  # WRK-6: a lease lives only while the task runs
         for key, token in state.tokens.items():
             if token.task_id == after.id and not token.revoked:
                 state.tokens[key] = attrs.evolve(token, revoked=True)

@@ -3,8 +3,10 @@
 # (RecordWriter), as a mixin of MemoryStore. Operates on `self._state` under its lock.
 #
 # Invariants:
-#   Rule 1: claim_next_task picks the oldest queued task of the project (created_at, then
-#           id) and sets it running under the state lock: each task is claimed once.
+#   Rule 1: claim_next_task picks the queued task of the project `pick_claim` names
+#           (affinity, quota hold, then oldest: created_at, id) and sets it running under
+#           the state lock: each task is claimed once; with lease_seconds the lease is
+#           written under the same hold (WRK-6).
 #   Rule 2: take_followups returns and marks consumed under the state lock, in queue order.
 #   Rule 5 (INJ-1): claim_task is claim_next_task + take_followups + latest_attempt under
 #           one hold of the state lock; the start comes from the pure `claim_of`.
@@ -18,6 +20,7 @@
 #           for a task the store lacks is refused (UnknownTask), nothing written.
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
@@ -31,6 +34,7 @@ from markertools import (
     Claim,
     CostRow,
     FinishedTurn,
+    Lease,
     Project,
     Quota,
     Task,
@@ -41,6 +45,8 @@ from markertools import (
     claim_of,
     from_micros,
     is_priced,
+    pick_claim,
+    quota_exhausted,
     to_micros,
 )
 from markertools_adapters.errors import UnknownTask
@@ -69,22 +75,46 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
     # ---- TaskClaimer -------------------------------------------------------------------
 
     def claim_next_task(self, project_id: str, host: str) -> Task | None:
-        with self._state.lock:
-            queued = [
+        return self._claim(project_id, host, time.time(), None)
+
+    def _claim(
+        self, project_id: str, host: str, now: float, lease_seconds: float | None
+    ) -> Task | None:
+        state = self._state
+        with state.lock:
+            queued = (
                 t
-                for t in self._state.tasks.values()
+                for t in state.tasks.values()
                 if t.project_id == project_id and t.status == "queued"
-            ]
-            if not queued:
+            )
+            chosen = pick_claim(  # WRK-6 affinity, WRK-8 quota hold, then oldest
+                queued,
+                host,
+                now,
+                state.affinities.get,
+                lambda user: quota_exhausted(state.quotas.get(user)),
+            )
+            if chosen is None:
                 return None
-            oldest = min(queued, key=lambda t: (t.created_at, t.id))
-            claimed = attrs.evolve(oldest, status="running", host=host, turn=oldest.turn + 1)
-            self._state.tasks[oldest.id] = claimed
+            claimed = attrs.evolve(chosen, status="running", host=host, turn=chosen.turn + 1)
+            state.tasks[chosen.id] = claimed
+            if lease_seconds is not None:
+                state.leases[chosen.id] = Lease(
+                    chosen.id, host, now + lease_seconds, started_at=now
+                )
             return claimed
 
-    def claim_task(self, project_id: str, host: str) -> Claim | None:
+    def claim_task(
+        self,
+        project_id: str,
+        host: str,
+        *,
+        now: float | None = None,
+        lease_seconds: float | None = None,
+    ) -> Claim | None:
+        at = time.time() if now is None else now
         with self._state.lock:  # Rule 5: one hold of the lock, as one transaction
-            task = self.claim_next_task(project_id, host)
+            task = self._claim(project_id, host, at, lease_seconds)
             if task is None:
                 return None
             followups = self._take(task.id, advance=False)  # the claim advanced the turn

@@ -51,6 +51,9 @@ MARKERTOOLS_TABLES: Final[tuple[str, ...]] = (
     "turn_uses",
     "held_followups",
     "task_tokens",
+    "task_leases",
+    "task_affinity",
+    "task_checkpoints",
     "world_clock",
     "role_grants",
     "user_roles",
@@ -338,6 +341,47 @@ _STEP7: Final[tuple[str, ...]] = (
     EXECUTE FUNCTION markertools_revoke_task_tokens()""",
 )
 
+# ---- step 8: leases, affinity and goal checkpoints (WRK-6, WRK-7) -----------------------
+
+_STEP8: Final[tuple[str, ...]] = (
+    # WRK-6: a running task's lease; started_at is the claim time (WRK-10)
+    f"""CREATE TABLE task_leases (
+        task_id {T} PRIMARY KEY,
+        host {T} NOT NULL,
+        expires_at {F} NOT NULL,
+        started_at {F} NOT NULL,
+        pgid BIGINT,
+        machine_id {T}
+    )""",
+    "CREATE INDEX task_leases_expiry ON task_leases (expires_at)",
+    # WRK-6: after a crash requeue the task belongs to its host until until_at
+    f"""CREATE TABLE task_affinity (
+        task_id {T} PRIMARY KEY,
+        host {T} NOT NULL,
+        until_at {F} NOT NULL
+    )""",
+    # WRK-7: the last goal round a task completed
+    f"""CREATE TABLE task_checkpoints (
+        task_id {T} PRIMARY KEY,
+        round BIGINT NOT NULL,
+        thread_id {T},
+        turn_id {T},
+        at {F} NOT NULL
+    )""",
+    # WRK-6: a task leaving `running` - by any statement - drops its lease in the same
+    # transaction
+    """CREATE FUNCTION markertools_drop_task_lease() RETURNS trigger
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        DELETE FROM task_leases WHERE task_id = NEW.id;
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER task_leases_drop
+    AFTER UPDATE OF status ON tasks
+    FOR EACH ROW WHEN (OLD.status = 'running' AND NEW.status <> 'running')
+    EXECUTE FUNCTION markertools_drop_task_lease()""",
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1,),
     (_STEP2, _fill_next_run_at),
@@ -346,6 +390,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP5,),
     (_STEP6_ADD, _convert_amounts, _STEP6_DROP),
     (_STEP7,),
+    (_STEP8,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

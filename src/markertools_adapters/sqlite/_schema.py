@@ -317,6 +317,42 @@ _STEP7: Final[tuple[str, ...]] = (
     END""",
 )
 
+# ---- step 8: leases, affinity and goal checkpoints (WRK-6, WRK-7) -----------------------
+
+_STEP8: Final[tuple[str, ...]] = (
+    # WRK-6: a running task's lease; started_at is the claim time (WRK-10)
+    f"""CREATE TABLE task_leases (
+        task_id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        {_real("expires_at", null=False)},
+        {_real("started_at", null=False)},
+        pgid INTEGER,
+        machine_id TEXT
+    ) STRICT""",
+    "CREATE INDEX task_leases_expiry ON task_leases (expires_at)",
+    # WRK-6: after a crash requeue the task belongs to its host until until_at
+    f"""CREATE TABLE task_affinity (
+        task_id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        {_real("until_at", null=False)}
+    ) STRICT""",
+    # WRK-7: the last goal round a task completed
+    f"""CREATE TABLE task_checkpoints (
+        task_id TEXT PRIMARY KEY,
+        round INTEGER NOT NULL,
+        thread_id TEXT,
+        turn_id TEXT,
+        {_real("at", null=False)}
+    ) STRICT""",
+    # WRK-6: a task leaving `running` - by any statement - drops its lease in the same
+    # transaction
+    """CREATE TRIGGER task_leases_drop AFTER UPDATE OF status ON tasks
+    FOR EACH ROW WHEN OLD.status = 'running' AND NEW.status <> 'running'
+    BEGIN
+        DELETE FROM task_leases WHERE task_id = NEW.id;
+    END""",
+)
+
 # Each migration is a list of steps (SQL text or a callable run on the connection).
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1, _permission_tables),
@@ -326,6 +362,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP5,),
     (_STEP6_NEW_TABLES, _convert_amounts, _STEP6_SWAP),
     (_STEP7,),
+    (_STEP8,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

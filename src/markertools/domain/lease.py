@@ -1,0 +1,155 @@
+# Owns: the values of leases and crash recovery (WRK-6), goal checkpoints (WRK-7), the
+# quota hold (WRK-8) and the fleet snapshot (WRK-10), and the pure functions over them:
+# `quota_hold_reason` (the text `worker status` shows for a held task) and
+# `worker_status_json` (the `worker status --json` shape). Stores fill these values
+# (markertools.domain.ports.LeaseStore); nothing here does I/O.
+#
+# Invariants:
+#   Rule 1: every value is frozen; times are epoch seconds (float).
+#   Rule 2: worker_status_json returns exactly the keys of the CLI contract:
+#           {"tasks": {STATUS: COUNT}, "hosts": [{"host", "lease_expires_at", "running":
+#           [{"task_id", "turn", "started_at"}]}], "held_by_quota": [{"task_id",
+#           "created_by", "reason"}]}, hosts by name, tasks by id (stable output).
+#   Rule 3: `pick_claim` is the claim order every store follows: skip a task whose
+#           affinity is another host's and has not ended (until > now) and a task whose
+#           creator's quota is exhausted; of the rest, tasks with a live affinity to the
+#           claiming host first, then oldest (created_at, id).
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final
+
+import attrs
+
+from markertools.domain.model import Quota, Task
+from markertools.domain.money import usd_text
+from markertools.text.msg import DEFAULT_LOCALE, Msg, msg
+
+REQUEUE_KINDS: Final[frozenset[str]] = frozenset({"platform_fresh", "goal_breakpoint"})
+
+
+@attrs.frozen
+class Lease:
+    """WRK-6: a running task's hold on its host until `expires_at`; `pgid` / `machine_id`
+    name the host's app-server process group for the task (recorded after the start)."""
+
+    task_id: str
+    host: str
+    expires_at: float
+    pgid: int | None = None
+    machine_id: str | None = None
+    started_at: float = 0.0  # when the task was claimed (the lease first written)
+
+
+@attrs.frozen
+class Affinity:
+    """WRK-6: after a crash requeue the task belongs to `host` (its directory is there)
+    until `until`; other hosts skip it until then."""
+
+    task_id: str
+    host: str
+    until: float
+
+
+@attrs.frozen
+class Checkpoint:
+    """WRK-7: the last goal round a task completed, in which thread and turn."""
+
+    task_id: str
+    round: int
+    thread_id: str | None
+    turn_id: str | None
+    at: float
+
+
+@attrs.frozen
+class RunningTask:
+    """WRK-10: one task a host runs: its turn number (0 when unknown) and claim time."""
+
+    task_id: str
+    turn: int
+    started_at: float
+
+
+@attrs.frozen
+class HostLeases:
+    """WRK-10: a host with at least one live lease; `lease_expires_at` is the latest."""
+
+    host: str
+    lease_expires_at: float
+    running: tuple[RunningTask, ...] = ()
+
+
+@attrs.frozen
+class QuotaHold:
+    """WRK-8: a queued task no host claims while its creator's quota is exhausted."""
+
+    task_id: str
+    created_by: str
+    reason: Msg
+
+
+@attrs.frozen
+class FleetSnapshot:
+    """WRK-10: what `worker status` shows, read in one go."""
+
+    tasks: Mapping[str, int] = attrs.field(factory=dict)
+    hosts: tuple[HostLeases, ...] = ()
+    held_by_quota: tuple[QuotaHold, ...] = ()
+    now: float = 0.0
+
+
+def quota_hold_reason(user: str, quota: Quota) -> Msg:
+    """The reason a held task shows (WRK-8): whose quota, spent and total."""
+    return msg(
+        "attempts.quota_held",
+        user=user,
+        used=usd_text(quota.used_usd),
+        total="-" if quota.total_usd is None else usd_text(quota.total_usd),
+    )
+
+
+def worker_status_json(snapshot: FleetSnapshot, locale: str = DEFAULT_LOCALE) -> dict[str, object]:
+    """The `worker status --json` document of a snapshot (Rule 2), reasons rendered."""
+    return {
+        "tasks": {status: snapshot.tasks[status] for status in sorted(snapshot.tasks)},
+        "hosts": [
+            {
+                "host": h.host,
+                "lease_expires_at": h.lease_expires_at,
+                "running": [
+                    {"task_id": r.task_id, "turn": r.turn, "started_at": r.started_at}
+                    for r in sorted(h.running, key=lambda r: r.task_id)
+                ],
+            }
+            for h in sorted(snapshot.hosts, key=lambda h: h.host)
+        ],
+        "held_by_quota": [
+            {"task_id": q.task_id, "created_by": q.created_by, "reason": q.reason.render(locale)}
+            for q in sorted(snapshot.held_by_quota, key=lambda q: q.task_id)
+        ],
+    }
+
+
+def pick_claim(
+    queued: Iterable[Task],
+    host: str,
+    now: float,
+    affinity: Callable[[str], Affinity | None],
+    exhausted: Callable[[str], bool],
+) -> Task | None:
+    """Rule 3: the queued task `host` claims next, or None. `affinity(task_id)` is the
+    task's affinity, `exhausted(user)` whether the user's quota is used up (DOM-7)."""
+    best: tuple[int, float, str] | None = None
+    chosen: Task | None = None
+    for task in queued:
+        aff = affinity(task.id)
+        live = aff is not None and aff.until > now
+        if live and aff is not None and aff.host != host:
+            continue
+        if task.created_by is not None and exhausted(task.created_by):
+            continue
+        key = (0 if live else 1, task.created_at, task.id)
+        if best is None or key < best:
+            best, chosen = key, task
+    return chosen

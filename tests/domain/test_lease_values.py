@@ -1,0 +1,83 @@
+"""The pure side of issue 29: the claim order every store follows (`pick_claim`, WRK-6,
+WRK-8) and the `worker status --json` document (`worker_status_json`, WRK-10), in both
+report locales."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from markertools import (
+    Affinity,
+    FleetSnapshot,
+    HostLeases,
+    Quota,
+    QuotaHold,
+    RunningTask,
+    Task,
+    pick_claim,
+    quota_hold_reason,
+    worker_status_json,
+)
+
+
+def _t(tid: str, created: float, by: str | None = "u1") -> Task:
+    return Task(tid, "p1", status="queued", created_by=by, created_at=created)
+
+
+@pytest.mark.rule("WRK-6", "WRK-8")
+def test_pick_claim_skips_other_hosts_affinity_and_quota_and_prefers_its_own() -> None:
+    tasks = [_t("old", 1.0), _t("mine", 3.0), _t("theirs", 0.5), _t("broke", 0.1, "b")]
+    affinity = {
+        "mine": Affinity("mine", "h1", 100.0),
+        "theirs": Affinity("theirs", "h2", 100.0),
+    }
+    exhausted = {"b"}.__contains__
+    assert pick_claim(tasks, "h1", 50.0, affinity.get, exhausted).id == "mine"
+    assert pick_claim(tasks, "h3", 50.0, affinity.get, exhausted).id == "old"
+    # lapsed affinities are ignored: plain oldest first (the quota hold stays)
+    assert pick_claim(tasks, "h3", 100.0, affinity.get, exhausted).id == "theirs"
+    assert pick_claim([_t("broke", 0.1, "b")], "h1", 0.0, affinity.get, exhausted) is None
+
+
+@pytest.mark.rule("WRK-10", "WRK-8")
+def test_worker_status_json_is_the_cli_shape_in_both_locales() -> None:
+    quota = Quota("ana", total_usd=Decimal("5"), used_usd=Decimal("5.25"))
+    snapshot = FleetSnapshot(
+        {"running": 2, "queued": 1},
+        (
+            HostLeases("h2", 90.0, (RunningTask("t9", 0, 10.0),)),
+            HostLeases("h1", 80.0, (RunningTask("t3", 2, 5.0), RunningTask("t1", 1, 4.0))),
+        ),
+        (QuotaHold("t5", "ana", quota_hold_reason("ana", quota)),),
+        60.0,
+    )
+    doc = worker_status_json(snapshot)
+    assert list(doc) == ["tasks", "hosts", "held_by_quota"]
+    assert doc["tasks"] == {"queued": 1, "running": 2}
+    assert doc["hosts"] == [
+        {
+            "host": "h1",
+            "lease_expires_at": 80.0,
+            "running": [
+                {"task_id": "t1", "turn": 1, "started_at": 4.0},
+                {"task_id": "t3", "turn": 2, "started_at": 5.0},
+            ],
+        },
+        {
+            "host": "h2",
+            "lease_expires_at": 90.0,
+            "running": [{"task_id": "t9", "turn": 0, "started_at": 10.0}],
+        },
+    ]
+    assert doc["held_by_quota"] == [
+        {
+            "task_id": "t5",
+            "created_by": "ana",
+            "reason": "held by quota: ana has spent $5.25 of $5.00; no host claims the task"
+            " until the quota is raised",
+        }
+    ]
+    zh = worker_status_json(snapshot, "zh")["held_by_quota"]
+    assert zh[0]["reason"] == "因配额暂停：ana 已花费 $5.25 / $5.00；配额提高前不会有主机认领此任务"
