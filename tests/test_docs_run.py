@@ -102,10 +102,12 @@ def test_the_program_runs_as_written(block: Block, tmp_path: Path) -> None:
     else:
         from support.codex import codex_bin
 
-        script = block.text.replace(".venv/bin/", str(Path(sys.executable).parent) + "/")
+        # the documented /tmp/ paths first: the repository itself may live under /tmp (a
+        # clean clone in CI), and its venv and codex paths must stay as they are
+        script = block.text.replace("/tmp/", f"{tmp_path}/")
+        script = script.replace(".venv/bin/", str(Path(sys.executable).parent) + "/")
         if "$(scripts/install_codex.sh)" in script:
             script = script.replace("$(scripts/install_codex.sh)", codex_bin())
-        script = script.replace("/tmp/", f"{tmp_path}/")
         command = ["bash", "-e", "-c", script]
         cwd = REPO
     try:

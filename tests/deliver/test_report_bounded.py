@@ -154,7 +154,7 @@ def _wait_body(n: int, repeat: int = 1) -> str:
 
 @pytest.mark.rule("TRN-12", "WAI-1", "WAI-2")
 def test_a_40000_id_wait_threads_body_parses_in_linear_time() -> None:
-    big, small = _wait_body(40_000), _wait_body(10_000)
+    big, small = _wait_body(40_000), _wait_body(5_000)
 
     def best(text: str) -> float:
         times = []
@@ -166,8 +166,9 @@ def test_a_40000_id_wait_threads_body_parses_in_linear_time() -> None:
 
     big_time = best(big)
     ratio = big_time / best(small)
-    assert ratio < 10, ratio  # linear is 4; the quadratic de-duplication was about 16
-    assert big_time < 1.0  # it took 12.3 s
+    # 8x the ids: linear is 8, the quadratic de-duplication (12.3 s for 40,000) was
+    # about 64; the wide margin keeps a loaded machine's noise from deciding it
+    assert ratio < 24, ratio
     (command,) = parse_turn(big).commands
     params = command.params
     assert isinstance(params, WaitThreadsParams)
