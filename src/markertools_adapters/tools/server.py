@@ -167,6 +167,8 @@ class ToolsMcp:
         self.token_of = token_of
         self.progress_seconds = progress_seconds
         self.calls_served = 0
+        self._in_flight = 0  # delivery threads still running (a cancelled one ends soon)
+        self._flight = threading.Condition()
         tools = [
             Tool(
                 fn=self._entry(name),
@@ -224,17 +226,15 @@ class ToolsMcp:
         limit = self.max_wait_ms / 1000.0
 
         def work() -> CallResult:
-            return deliver_call(
-                tool,
-                arguments if arguments is not None else {},
-                sender=sender,
-                ports=ports,
-                locale=self.locale,
-                call_id=call_id,  # deliver_call refuses a malformed one itself
-                deadline=limit,
-                cancel=stop,
-            )
+            try:
+                return self._deliver(tool, arguments, sender, ports, call_id, limit, stop)
+            finally:
+                with self._flight:
+                    self._in_flight -= 1
+                    self._flight.notify_all()
 
+        with self._flight:
+            self._in_flight += 1
         started = time.monotonic()
         try:
             async with anyio.create_task_group() as group:
@@ -266,6 +266,33 @@ class ToolsMcp:
                 body["still_running"] = still
         log.info("%s of task %s: %s", tool, sender, result.entry.outcome)
         return _result(body, text, error=result.is_error)
+
+    def _deliver(
+        self,
+        tool: str,
+        arguments: object,
+        sender: str,
+        ports: Ports,
+        call_id: object,
+        limit: float,
+        stop: threading.Event,
+    ) -> CallResult:
+        return deliver_call(
+            tool,
+            arguments if arguments is not None else {},  # type: ignore[arg-type]
+            sender=sender,
+            ports=ports,
+            locale=self.locale,
+            call_id=call_id,  # type: ignore[arg-type]  # deliver_call refuses a bad one
+            deadline=limit,
+            cancel=stop,
+        )
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once no delivery thread runs (a cancelled call's ends at once), False
+        after `timeout` seconds."""
+        with self._flight:
+            return self._flight.wait_for(lambda: self._in_flight == 0, timeout)
 
     async def _progress(self, ctx: Context[Any, Any], started: float) -> None:
         """TOL-6: `notifications/progress` every `progress_seconds` while a call waits
