@@ -226,6 +226,9 @@ class ToolsMcp:
         limit = self.max_wait_ms / 1000.0
 
         def work() -> CallResult:
+            with self._flight:
+                self._in_flight += 1
+                self._flight.notify_all()
             try:
                 return self._deliver(tool, arguments, sender, ports, call_id, limit, stop)
             finally:
@@ -233,8 +236,6 @@ class ToolsMcp:
                     self._in_flight -= 1
                     self._flight.notify_all()
 
-        with self._flight:
-            self._in_flight += 1
         started = time.monotonic()
         try:
             async with anyio.create_task_group() as group:
@@ -287,6 +288,11 @@ class ToolsMcp:
             deadline=limit,
             cancel=stop,
         )
+
+    def wait_busy(self, timeout: float) -> bool:
+        """True once a delivery thread runs, False after `timeout` seconds (tests, bench)."""
+        with self._flight:
+            return self._flight.wait_for(lambda: self._in_flight > 0, timeout)
 
     def wait_idle(self, timeout: float) -> bool:
         """True once no delivery thread runs (a cancelled call's ends at once), False

@@ -151,7 +151,7 @@ def test_another_projects_task_is_refused_with_the_block_reason(store: Any) -> N
         async with client(tools) as c:
             return await call(c, "task_cancel", {"task_id": "t9"})
 
-    with unchanged(store, audited=True):
+    with unchanged(store, audited=1):
         result = run(scenario())
     assert result.is_error
     assert text(result) == (
@@ -229,7 +229,7 @@ def test_a_task_that_stops_running_is_refused_from_its_next_call(store: Any) -> 
         async with client(tools9) as c:
             return await call(c, "task_cancel", {"task_id": "t2"})
 
-    with unchanged(store, audited=True):
+    with unchanged(store, audited=1):
         refused = run(as_t9())
     assert refused.is_error and "belongs to another project" in text(refused)
 
@@ -322,7 +322,7 @@ def test_hostile_arguments_are_tool_errors_naming_the_field_or_limit(store: Any)
             out.append(await call(c, "task_list", {}))  # still alive (its audit record)
             return out
 
-    with unchanged(store, audited=True):
+    with unchanged(store, audited=1):
         results = run(scenario())
     *refused, unknown, alive = results
     for (tool, _, why), result in zip(cases, refused, strict=True):
@@ -345,7 +345,7 @@ def test_a_flood_of_calls_leaves_the_server_answering(store: Any) -> None:
             done.append(await call(c, "todo_list", {}))
             return done
 
-    with unchanged(store, audited=True):
+    with unchanged(store, audited=1):
         *results, alive = run(scenario())
     assert len(results) == 200
     outcomes = [body(r)["outcome"] for r in results]

@@ -18,6 +18,10 @@ from mcp_types import CallToolResult
 from markertools import Task, mint_task_token
 from markertools.domain.model import PermissionGrant, Project
 from markertools_adapters import connect
+from markertools_adapters._carries import attach_ports
+from markertools_adapters.clock import SystemClock, SystemRandom
+from markertools_adapters.executors import NoopExecutor
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.tools import CALL_ID_META_KEY, ToolsMcp
 from markertools_adapters.world import World
 
@@ -61,7 +65,7 @@ def sqlite_store(path: Path, w: World | None = None) -> Any:
 
 
 def mint(store: Any, task_id: str, ttl: float = 3600.0) -> str:
-    ports = store.ports
+    ports = store_ports_of(store)
     minted = mint_task_token(
         store, task_id, now=ports.clock.now(), token_hex=ports.random.token_hex, ttl_seconds=ttl
     )
@@ -78,8 +82,25 @@ class TokenHolder:
         return self.token
 
 
+def store_ports_of(store: Any) -> Any:
+    """The store's ports: those `connect` attached, else (a throwaway PostgreSQL store)
+    real-time ports with the store's LISTEN/NOTIFY change waiter."""
+    try:
+        return store.ports
+    except Exception:
+        ports = store_ports(
+            store,
+            clock=SystemClock(),
+            random=SystemRandom(),
+            executor=NoopExecutor(),
+            waiter=store.change_waiter(),
+        )
+        attach_ports(store, ports)
+        return ports
+
+
 def tools_server(store: Any, holder: TokenHolder, **kw: Any) -> ToolsMcp:
-    return ToolsMcp(store, store.ports, token_of=holder, **kw)
+    return ToolsMcp(store, store_ports_of(store), token_of=holder, **kw)
 
 
 @asynccontextmanager
@@ -105,16 +126,16 @@ def text(result: CallToolResult) -> str:
 
 
 @contextmanager
-def unchanged(store: Any, *, audited: bool = False) -> Iterator[None]:
+def unchanged(store: Any, *, audited: int = 0) -> Iterator[None]:
     """Asserts the world (tasks, todos, automations, follow-ups, audit) is as before;
-    `audited`: a rejected call's one audit record (TRN-7) aside."""
-    now = store.ports.clock.now()
+    `audited`: that many new audit records (TRN-7: of executed or rejected calls) aside."""
+    now = store_ports_of(store).clock.now()
     before = store.export_world(now)
     yield
     after = store.export_world(now)
     if audited:
-        assert len(after.audit) == len(before.audit) + 1
-        assert after.audit[-1].source == "tool"
+        assert len(after.audit) == len(before.audit) + audited
+        assert all(r.source == "tool" for r in after.audit[len(before.audit) :])
         after, before = attrs.evolve(after, audit=()), attrs.evolve(before, audit=())
     changed = [f.name for f in attrs.fields(type(after)) if getattr(after, f.name) != getattr(before, f.name)]
     assert not changed, changed
