@@ -69,7 +69,11 @@ def token_cmd(
         ports = store.ports
         try:
             minted = mint_task_token(
-                store, task, now=ports.clock.now(), token_hex=ports.random.token_hex, ttl_seconds=ttl
+                store,
+                task,
+                now=ports.clock.now(),
+                token_hex=ports.random.token_hex,
+                ttl_seconds=ttl,
             )
         except TaskTokenRefused as exc:
             fail(f"--task: {exc}")

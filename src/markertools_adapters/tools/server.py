@@ -251,7 +251,9 @@ class ToolsMcp:
             raise
         except Exception as exc:  # a bug or a port beyond deliver_call's own handling
             log.warning("%s of task %s failed: %s", tool, sender, summarize_error(exc))
-            return _refusal(tool, msg("toolserver.internal", error=summarize_error(exc)).render(self.locale))
+            return _refusal(
+                tool, msg("toolserver.internal", error=summarize_error(exc)).render(self.locale)
+            )
         finally:
             stop.set()
         self.calls_served += 1

@@ -220,9 +220,13 @@ def test_a_task_that_stops_running_is_refused_from_its_next_call(store: Any) -> 
 
     assert body(run(first()))["outcome"] == "done"
     store.transition_task("t1", "running", {"status": "completed"})
-    assert _refusals(store, holder, tools) == [
-        "not authorised: token revoked"  # leaving running revoked the task's tokens
-    ] * 3
+    assert (
+        _refusals(store, holder, tools)
+        == [
+            "not authorised: token revoked"  # leaving running revoked the task's tokens
+        ]
+        * 3
+    )
     tools9 = tools_server(store, other)
 
     async def as_t9() -> Any:
@@ -311,7 +315,8 @@ def _nested(depth: int) -> Any:
 @pytest.mark.rule("TOL-2")
 def test_hostile_arguments_are_tool_errors_naming_the_field_or_limit(store: Any) -> None:
     tools = tools_server(store, TokenHolder(mint(store, "t1")))
-    cases = [*HOSTILE,
+    cases = [
+        *HOSTILE,
         ("task_create", {"prompt": "x", "deep": _nested(200)}, "deeper than"),
     ]
 

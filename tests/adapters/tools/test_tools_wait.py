@@ -105,7 +105,11 @@ def test_a_cancelled_request_ends_the_wait_at_once(tmp_path: Path, mode: str) ->
     async def scenario() -> Any:
         async with client(tools, mode) as c:
             waiting = asyncio.ensure_future(
-                call(c, "task_poll", {"task_id": "t2", "interval_seconds": 60, "timeout_seconds": 3600})
+                call(
+                    c,
+                    "task_poll",
+                    {"task_id": "t2", "interval_seconds": 60, "timeout_seconds": 3600},
+                )
             )
             assert await asyncio.to_thread(tools.wait_busy, BOUND)
             waiting.cancel()

@@ -21,8 +21,8 @@ from markertools_adapters import connect
 from markertools_adapters._carries import attach_ports
 from markertools_adapters.clock import SystemClock, SystemRandom
 from markertools_adapters.executors import NoopExecutor
-from markertools_adapters.wiring import store_ports
 from markertools_adapters.tools import CALL_ID_META_KEY, ToolsMcp
+from markertools_adapters.wiring import store_ports
 from markertools_adapters.world import World
 
 LEGACY = "legacy"  # the initialize handshake (2025-11-25)
@@ -137,5 +137,9 @@ def unchanged(store: Any, *, audited: int = 0) -> Iterator[None]:
         assert len(after.audit) == len(before.audit) + audited
         assert all(r.source == "tool" for r in after.audit[len(before.audit) :])
         after, before = attrs.evolve(after, audit=()), attrs.evolve(before, audit=())
-    changed = [f.name for f in attrs.fields(type(after)) if getattr(after, f.name) != getattr(before, f.name)]
+    changed = [
+        f.name
+        for f in attrs.fields(type(after))
+        if getattr(after, f.name) != getattr(before, f.name)
+    ]
     assert not changed, changed
