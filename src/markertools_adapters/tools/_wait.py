@@ -18,7 +18,7 @@ from typing import Final
 from markertools import ChangeWaiter, Clock, TaskStore
 
 SQL_SLICE: Final[float] = 0.25  # with the store's waiter: it wakes us; a read per slice
-POLL_SLICE: Final[float] = 0.05  # without one (SQLite, memory): a status read per slice
+POLL_SLICE: Final[float] = 0.025  # without one (SQLite, memory): a status read per slice
 
 
 class CallWaiter:

@@ -188,6 +188,7 @@ class ToolsMcp:
             instructions=INSTRUCTIONS,
             tools=tools,
             version=markertools.__version__,
+            log_level="WARNING",  # the SDK's handler; our records are never more than that
         )
 
     def _entry(self, tool: str) -> Callable[..., Awaitable[CallToolResult]]:
