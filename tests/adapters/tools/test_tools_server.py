@@ -363,3 +363,76 @@ def test_a_flood_of_calls_leaves_the_server_answering(store: Any) -> None:
         else:
             assert "over the per-turn cap: at most" in text(result)
     assert body(alive)["outcome"] == "done"
+
+
+# every field of every tool, given a value of the wrong type: skipped naming that field
+VALID: dict[str, dict[str, Any]] = {  # the required fields of each tool, valid
+    "task_create": {"prompt": "p"},
+    "todo_create": {"title": "t"},
+    "todo_update": {"id": "td-x"},
+    "automation_create": {"prompt": "p"},
+    "task_cancel": {"task_id": "t2"},
+    "task_retry": {"task_id": "t3"},
+    "task_cost": {"task_id": "t3"},
+    "task_files": {"task_id": "t3"},
+    "task_poll": {"task_id": "t3"},
+    "wait_threads": {"task_ids": ["t3"]},
+    "goal_convert": {"goal": "g"},
+}
+_WRONG: dict[str, Any] = {
+    "string": 12345,
+    "integer": "x",
+    "number": "x",
+    "array": "x",
+    "boolean": "x",
+    "object": "x",
+    "null": "x",
+}
+
+
+def _wrong_value(prop: dict[str, Any]) -> Any:
+    kind = prop.get("type")
+    if isinstance(kind, list):
+        kind = next(k for k in kind if k != "null")
+    if kind is None:  # an enum, or a choice of forms (a time: a number or a string)
+        return 12345 if "enum" in prop else []
+    return _WRONG[kind]
+
+
+def _field_cases() -> list[tuple[str, str, dict[str, Any]]]:
+    cases = []
+    for tool in TOOL_NAMES:
+        props = body_schema(tool.replace("_", "-")).get("properties", {})
+        for name, prop in props.items():
+            alias = str(prop.get("description", "")).startswith("Alias of")
+            base = {} if alias else VALID.get(tool, {})
+            cases.append((tool, name, {**base, name: _wrong_value(prop)}))
+    return cases
+
+
+@pytest.mark.rule("TOL-2")
+def test_a_wrong_type_in_any_field_of_any_tool_is_skipped_naming_the_field(
+    store: Any, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    cases = _field_cases()
+    assert len({tool for tool, _, _ in cases}) == 13  # every tool but quota_status has fields
+    tools = tools_server(store, TokenHolder(mint(store, "t1")))
+
+    def next_turn() -> None:  # what a worker's claim does: the caps start again
+        with sqlite3.connect(tmp_path / "w.db") as conn:
+            conn.execute("UPDATE tasks SET turn = turn + 1 WHERE id = 't1'")
+
+    async def scenario() -> list[Any]:
+        out = []
+        async with client(tools) as c:
+            for tool, _, args in cases:
+                await asyncio.to_thread(next_turn)
+                out.append(await call(c, tool, args))
+        return out
+
+    results = run(scenario())
+    for (tool, name, args), result in zip(cases, results, strict=True):
+        assert result.is_error and body(result)["outcome"] == "skipped", (tool, args)
+        assert f"field '{name}'" in text(result), (tool, name, text(result))
