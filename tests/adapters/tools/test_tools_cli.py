@@ -203,3 +203,39 @@ def test_http_server_binds_each_request_by_its_bearer_token(db: Path, tmp_path: 
     every += errlog.read_text()
     for tok in (tok1, tok9):
         assert tok not in every and tok[4:24] not in every
+
+
+@pytest.mark.rule("TOL-2", "TOL-8")
+def test_stdio_answers_hostile_bytes_with_json_rpc_errors_and_stays_alive(db: Path) -> None:
+    from support.mcp_wire import RawServe
+
+    tok = token(db, "t1").strip()
+    env = {**os.environ, "MARKERTOOLS_TASK_TOKEN": tok}
+    with RawServe(None, env=env, argv=["tools", "serve", "--db", str(db)]) as raw:
+        raw.initialize()
+        huge = {"prompt": "x" * (9 * 1024 * 1024)}  # beyond one message's 8 MiB
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "task_create", "arguments": huge},
+            }
+        )
+        too_large = raw.reply()
+        raw.write(b'{"jsonrpc": "2.0", "id": 2, "method": \n')
+        not_json = raw.reply()
+        body_limit = raw.call(3, "task_create", {"prompt": "x" * 1_000_000})
+        unknown = raw.call(4, "no_such_tool", {})
+        alive = raw.call(5, "task_list", {})
+        stderr = raw.finish()
+    assert too_large["id"] == 1 and too_large["error"]["code"] == -32600
+    assert not_json["id"] is None and not_json["error"]["code"] == -32700
+    assert body_limit["isError"] is True
+    assert "longer than a block body may be (262144" in body_limit["content"][0]["text"]
+    assert unknown["isError"] is True and "no_such_tool" in unknown["content"][0]["text"]
+    assert alive["structuredContent"]["outcome"] == "done"
+    assert tok not in stderr and tok not in json.dumps([body_limit, unknown, alive])
+    with connect(db, executor="noop") as s:
+        tasks = s.export_world(time.time()).tasks
+    assert sorted(t.id for t in tasks) == ["g1", "t1", "t2", "t3", "t9"]  # nothing created
