@@ -24,8 +24,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from support.cli import EXE, cli, one_line_failure
-from tools_support import ERAS, LEGACY, body, sqlite_store, text
+from tools_support import ERAS, LEGACY, VALID, body, sqlite_store, text
 
+from markertools import TOOL_NAMES
 from markertools_adapters import connect
 
 TOKEN_PREFIX = "mtt_"
@@ -182,6 +183,12 @@ def test_http_server_binds_each_request_by_its_bearer_token(db: Path, tmp_path: 
             out["a"] = await a.call_tool("task_create", {"prompt": "for t1"})
             out["b"] = await b.call_tool("task_create", {"prompt": "for t9"})
             out["b_cancel"] = await b.call_tool("task_cancel", {"task_id": "t2"})
+            for tool in TOOL_NAMES:  # every tool over HTTP, as t1
+                if tool not in ("task_create", "task_cancel"):
+                    args = dict(VALID.get(tool, {}))
+                    if tool == "todo_update":
+                        args["status"] = "completed"
+                    out[tool] = await a.call_tool(tool, args)
         async with http_client(url, None) as anon:
             out["anon"] = await anon.call_tool("task_list", {})
         async with http_client(url, "mtt_" + "1" * 64) as guessed:
@@ -197,6 +204,13 @@ def test_http_server_binds_each_request_by_its_bearer_token(db: Path, tmp_path: 
     assert (b_task.parent_task_id, b_task.project_id) == ("t9", "p2")
     assert out["b_cancel"].is_error and "belongs to another project" in text(out["b_cancel"])
     assert t2.status == "running"
+    for tool in TOOL_NAMES:
+        if tool in out:
+            answered = body(out[tool])
+            assert answered["kind"] == tool.replace("_", "-"), answered
+            assert answered["outcome"] in ("done", "rejected"), answered
+            assert not answered["text"].startswith("not authorised")
+    assert body(out["task_list"])["outcome"] == "done"
     assert text(out["anon"]) == "not authorised: no token"
     assert text(out["guessed"]) == "not authorised: unknown token"
     every = json.dumps({k: v.model_dump(mode="json") for k, v in out.items()})

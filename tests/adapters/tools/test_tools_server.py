@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from tools_support import (
     ERAS,
+    VALID,
     TokenHolder,
     body,
     call,
@@ -366,19 +367,6 @@ def test_a_flood_of_calls_leaves_the_server_answering(store: Any) -> None:
 
 
 # every field of every tool, given a value of the wrong type: skipped naming that field
-VALID: dict[str, dict[str, Any]] = {  # the required fields of each tool, valid
-    "task_create": {"prompt": "p"},
-    "todo_create": {"title": "t"},
-    "todo_update": {"id": "td-x"},
-    "automation_create": {"prompt": "p"},
-    "task_cancel": {"task_id": "t2"},
-    "task_retry": {"task_id": "t3"},
-    "task_cost": {"task_id": "t3"},
-    "task_files": {"task_id": "t3"},
-    "task_poll": {"task_id": "t3"},
-    "wait_threads": {"task_ids": ["t3"]},
-    "goal_convert": {"goal": "g"},
-}
 _WRONG: dict[str, Any] = {
     "string": 12345,
     "integer": "x",
@@ -436,3 +424,27 @@ def test_a_wrong_type_in_any_field_of_any_tool_is_skipped_naming_the_field(
     for (tool, name, args), result in zip(cases, results, strict=True):
         assert result.is_error and body(result)["outcome"] == "skipped", (tool, args)
         assert f"field '{name}'" in text(result), (tool, name, text(result))
+
+
+@pytest.mark.rule("TOL-4")
+def test_calls_through_the_server_use_up_the_caps_of_the_turns_blocks(store: Any) -> None:
+    from markertools import deliver_turn
+
+    tools = tools_server(store, TokenHolder(mint(store, "t1")))
+
+    async def scenario() -> list[Any]:
+        async with client(tools) as c:
+            return [await call(c, "wait_threads", {"task_ids": ["t3"]}) for _ in range(2)]
+
+    assert [body(r)["outcome"] for r in run(scenario())] == ["done", "done"]
+    report = deliver_turn(
+        '```wait-threads\n{"task_ids": ["t3"]}\n```',
+        sender="t1",
+        outcome="completed",
+        ports=store.ports,
+    )
+    (entry,) = report.entries
+    assert entry.outcome == "ignored"
+    assert entry.reason.render().startswith(
+        "over the per-turn cap: at most 2 wait-threads block(s) run per turn"
+    )

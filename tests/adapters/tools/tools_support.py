@@ -30,6 +30,21 @@ MODERN = "2026-07-28"  # the per-request envelope
 ERAS = (LEGACY, MODERN)
 
 
+VALID: dict[str, dict[str, Any]] = {  # the required fields of each tool, valid
+    "task_create": {"prompt": "p"},
+    "todo_create": {"title": "t"},
+    "todo_update": {"id": "td-x"},
+    "automation_create": {"prompt": "p"},
+    "task_cancel": {"task_id": "t2"},
+    "task_retry": {"task_id": "t3"},
+    "task_cost": {"task_id": "t3"},
+    "task_files": {"task_id": "t3"},
+    "task_poll": {"task_id": "t3"},
+    "wait_threads": {"task_ids": ["t3"]},
+    "goal_convert": {"goal": "g"},
+}
+
+
 def world(now: float | None = None) -> World:
     """t1 (running, turn 1) of u1 in p1 with a running child t2 and a finished child t3;
     t9 of another user's project; g1 a goal task (refused every tool, TOL-7)."""
