@@ -10,12 +10,13 @@ from __future__ import annotations
 import ipaddress
 from typing import Final
 
+from markertools_adapters.errors import MarkertoolsError
 from markertools_adapters.tools.server import ToolsMcp
 
 MCP_PATH: Final[str] = "/mcp"
 
 
-class NotLoopback(ValueError):
+class NotLoopback(MarkertoolsError, ValueError):
     """`--http` named an address that is not a loopback one, or no HOST:PORT at all."""
 
 
