@@ -26,6 +26,7 @@ BENCHES = (
     ("bench_import.py", True),
     ("bench_dots.py", False),
     ("bench_views.py", True),
+    ("bench_tools.py", True),
 )
 
 

@@ -38,10 +38,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # only shrink: once a test names one of these ids, the check fails until it is removed here.
 NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
     {
-        # same-turn tools: the MCP server (`markertools tools serve`) tests these
-        "TOL-1",
-        "TOL-6",
-        "TOL-8",
         # the worker host (issue 29, i29-host) tests these; the store side of WRK-6, 7, 8
         # and 10 is tested by the contract suite
         "WRK-1",

@@ -52,6 +52,7 @@ so `except TimeoutError` or `except ValueError` still catches what it caught::
     ├── ExecutorUnavailable                | RuntimeError executors: no backend for a kind
     ├── PermissionLookupTimeout            | TimeoutError permissions: the lookup did not answer
     ├── PermissionLookupError              | RuntimeError permissions: it answered a non-bool
+    ├── NotLoopback                        | ValueError   tools: `--http` names no loopback address
     ├── UsageFailure                       cli: a usage error or unreadable input (exit 2)
     └── NotResumable                       cli: `dots run --resume` names no unfinished run
 

@@ -31,12 +31,22 @@ def _pump(stream: IO[bytes], into: queue.Queue[bytes | None]) -> None:
 class RawServe:
     """One `dots serve` process; use as a context manager."""
 
-    def __init__(self, state: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        state: Path | None,
+        *args: str,
+        env: dict[str, str] | None = None,
+        argv: list[str] | None = None,
+    ) -> None:
+        """`dots serve --state-dir STATE ARGS...`, or with `argv` that markertools
+        command instead (`["tools", "serve", "--db", ...]`)."""
         environ = dict(os.environ if env is None else env)
         environ["PYTHONPATH"] = str(SRC)
-        command = [sys.executable, "-m", "markertools", "dots", "serve"]
+        command = [sys.executable, "-m", "markertools"]
+        if argv is None:
+            argv = ["dots", "serve", "--state-dir", str(state), *args]
         self.proc = subprocess.Popen(
-            [*command, "--state-dir", str(state), *args],
+            [*command, *argv],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -24,6 +24,7 @@ from markertools.text import (
     messages_tasks,
     messages_todos,
     messages_tools,
+    messages_toolserver,
 )
 
 _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
@@ -40,6 +41,7 @@ _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
     messages_plans.MESSAGES,
     messages_dots.MESSAGES,
     messages_tools.MESSAGES,
+    messages_toolserver.MESSAGES,
     messages_schedule.MESSAGES,
 )
 

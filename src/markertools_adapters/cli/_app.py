@@ -208,7 +208,12 @@ dots_app = WordsTyper(
     help="The orchestration supervisor: run plans on Codex workers (docs/rules.md DOT).",
     no_args_is_help=True,
 )
+tools_app = WordsTyper(
+    help="The marker tools as an MCP server bound to a task by a token (docs/rules.md TOL).",
+    no_args_is_help=True,
+)
 app.add_typer(plan_app, name="plan")
+app.add_typer(tools_app, name="tools")
 app.add_typer(dots_app, name="dots")
 app.add_typer(world_app, name="world")
 

@@ -60,11 +60,20 @@ class ShellCall:
 class ToolCall:
     """Any tool call: ``function_call`` with JSON ``arguments`` (dict), or, with
     ``custom=True``, a ``custom_tool_call`` whose raw ``input`` is ``arguments`` (str) --
-    e.g. the freeform ``apply_patch`` tool."""
+    e.g. the freeform ``apply_patch`` tool. ``namespace`` names the tool namespace the
+    tool was offered in: Codex offers an MCP server's tools as the namespace
+    ``mcp__SERVER`` (``McpToolCall`` builds such a call)."""
 
     name: str
     arguments: dict[str, Any] | str
     custom: bool = False
+    namespace: str | None = None
+
+
+def McpToolCall(server: str, tool: str, arguments: dict[str, Any]) -> ToolCall:
+    """A call of the MCP tool ``tool`` of the configured server ``server``, as Codex
+    offers it: a ``function_call`` of ``tool`` in the namespace ``mcp__SERVER``."""
+    return ToolCall(tool, arguments, namespace=f"mcp__{server}")
 
 
 @dataclass(frozen=True)
@@ -164,7 +173,7 @@ def tool_call_item(reply: ToolCall, call_id: str) -> dict[str, Any]:
             "status": "completed",
         }
     args = reply.arguments if isinstance(reply.arguments, str) else json.dumps(reply.arguments)
-    return {
+    item: dict[str, Any] = {
         "type": "function_call",
         "id": f"fc_{call_id}",
         "call_id": call_id,
@@ -172,6 +181,9 @@ def tool_call_item(reply: ToolCall, call_id: str) -> dict[str, Any]:
         "arguments": args,
         "status": "completed",
     }
+    if reply.namespace is not None:
+        item["namespace"] = reply.namespace
+    return item
 
 
 def _usage(inp: int = 11, out: int = 7) -> dict[str, Any]:

@@ -1,0 +1,26 @@
+# Owns: catalogue rows (en + zh) of the MCP tool server `markertools tools serve`
+# (TOL-1, TOL-6): the line every tool description ends with, and what a wait cut short
+# by the server's wait limit or by a cancelled request says. Keys are prefixed
+# "toolserver.".
+from __future__ import annotations
+
+from typing import Final
+
+MESSAGES: Final[dict[str, dict[str, str]]] = {
+    "toolserver.same_call": {
+        "en": "As a tool, the result comes back in this same call (not in the next turn's report).",
+        "zh": "作为工具调用时，结果在本次调用中直接返回（而不是下一轮的报告）。",
+    },
+    "toolserver.cut_short": {
+        "en": "This call waited the server's limit of {ms} ms per call; still running: {ids}. Repeat the call to keep waiting.",
+        "zh": "本次调用已等待到服务器的单次上限 {ms} 毫秒；仍在运行：{ids}。再次调用即可继续等待。",
+    },
+    "toolserver.cancelled": {
+        "en": "The request was cancelled; waiting stopped. Still running: {ids}.",
+        "zh": "请求已取消，等待已停止。仍在运行：{ids}。",
+    },
+    "toolserver.internal": {
+        "en": "rejected: the call failed inside the server ({error})",
+        "zh": "已拒绝：调用在服务器内部失败（{error}）",
+    },
+}
