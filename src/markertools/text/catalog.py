@@ -24,6 +24,7 @@ from markertools.text import (
     messages_tasks,
     messages_todos,
     messages_tools,
+    messages_worker,
 )
 
 _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
@@ -41,6 +42,7 @@ _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
     messages_dots.MESSAGES,
     messages_tools.MESSAGES,
     messages_schedule.MESSAGES,
+    messages_worker.MESSAGES,
 )
 
 

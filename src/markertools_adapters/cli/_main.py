@@ -42,6 +42,7 @@ COMMAND_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "automations": ("cmd_automations",),
     "dots": ("cmd_dots", "cmd_dots_serve", "cmd_dots_view"),
     "view": ("cmd_view",),
+    "worker": ("cmd_worker",),
 }
 
 
