@@ -89,6 +89,7 @@ def worker_store(kind: str, tmp_path: Path, host: str = "h1") -> Iterator[Any]:
         dsn = require_dsn()
         schema = new_schema_name()
         store = connect(dsn, executor="noop", files=files, schema=schema)
+        store.dsn, store.schema_name = dsn, schema
     try:
         store.put_project(Project(PROJECT, "demo"))
         store.set_permissions(USER, PROJECT, ["read", "create_task"])
@@ -101,9 +102,8 @@ def worker_store(kind: str, tmp_path: Path, host: str = "h1") -> Iterator[Any]:
 
 
 def add_task(store: Any, task_id: str, prompt: str, **fields: Any) -> Task:
-    task = Task(
-        task_id, PROJECT, status="queued", created_by=USER, prompt=prompt, **fields
-    )
+    fields.setdefault("created_by", USER)
+    task = Task(task_id, PROJECT, status="queued", prompt=prompt, **fields)
     store.insert_task(task)
     return task
 

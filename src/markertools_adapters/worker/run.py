@@ -76,6 +76,7 @@ class TaskRun:
         self._signals: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._texts: dict[str, list[str]] = {}  # turn id -> its agent messages
         self._usage: dict[str, TokenUsage] = {}
+        self._errors: dict[str, str] = {}  # turn id -> Codex's error message
         self._model: str | None = claim.task.model
         self.worker: CodexWorker | None = None
 
@@ -195,7 +196,7 @@ class TaskRun:
                 await self._finish_cut(turn_id, "interrupted", status, cost)
                 return
             if reason == "exit" or status == "failed":
-                detail = status if reason != "exit" else reply
+                detail = self._errors.get(turn_id, status) if reason != "exit" else reply
                 await self._fail(
                     turn_id,
                     msg("worker.turn_failed", detail=detail or "failed")
@@ -322,7 +323,7 @@ class TaskRun:
             await self._fail(None, msg("worker.app_server_failed", detail=str(exc)), None)
             return None
         self.turn += 1
-        self._emit("turn_started", turn=self.turn, turn_id=turn_id)
+        self._emit("turn_started", turn=self.turn, turn_id=turn_id, pgid=self.pgid)
         self.worker.flush_early_end()
         return turn_id
 
@@ -404,6 +405,12 @@ class TaskRun:
                     output=_count(last.get("outputTokens")),
                     total=_count(last.get("totalTokens")),
                 )
+        elif '"turn/completed"' in raw and '"error"' in raw:
+            turn = _params(raw).get("turn")
+            error = turn.get("error") if isinstance(turn, dict) else None
+            text = error.get("message") if isinstance(error, dict) else None
+            if isinstance(turn, dict) and isinstance(text, str) and text.strip():
+                self._errors[str(turn.get("id"))] = " ".join(text.split())[:500]
         elif '"thread/started"' in raw:
             thread = _params(raw).get("thread")
             model = thread.get("model") if isinstance(thread, dict) else None
