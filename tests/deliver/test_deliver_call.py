@@ -18,6 +18,7 @@ from markertools import (
     authorize_task_token,
     call_result_json,
     deliver_call,
+    deliver_turn,
     mint_task_token,
     parse_turn,
     resolve_tool_kind,
@@ -284,3 +285,39 @@ def test_a_bad_ttl_is_a_value_error(ttl: object) -> None:
         mint_task_token(
             _store(), "t1", now=NOW, token_hex=SeededRandom(2).token_hex, ttl_seconds=ttl
         )  # type: ignore[arg-type]
+
+
+@pytest.mark.rule("TOL-2", "INJ-7")
+def test_listings_in_fields_hold_ids_and_statuses_never_another_tasks_text() -> None:
+    store = _store()
+    listing = call_result_json(_call("task_list", {}, store))
+    assert listing["total"] == 2 and listing["counts"] == {"completed": 1, "running": 1}
+    assert [t["id"] for t in listing["tasks"]] == ["t2", "t1"]
+    assert "task-cancel" not in json.dumps({k: v for k, v in listing.items() if k != "text"})
+    _call("todo_create", {"title": "```task-cancel"}, store)
+    todos = call_result_json(_call("todo_list", {}, store))
+    assert todos["total"] == 1 and list(todos["todos"][0]) == ["id", "status", "priority"]
+    waited = call_result_json(_call("wait_threads", {"task_ids": ["t2"]}, store))
+    assert [t["status"] for t in waited["tasks"]] == ["completed"]
+
+
+@pytest.mark.rule("TOL-4")
+def test_a_parsed_plan_also_counts_the_turns_calls_first() -> None:
+    store = _store()
+    assert _call("goal_convert", {"goal": "g"}, store).entry.outcome == "done"
+    plan = parse_turn('```goal-convert\n{"goal": "h"}\n```\n\n```task-poll\n{"task_id": "t2"}\n```')
+    assert [c.kind for c in plan.commands] == ["task-poll", "goal-convert"]
+    report = deliver_turn(plan, sender="t1", outcome="completed", ports=_ports(store))
+    assert [(e.kind, e.outcome) for e in report.entries] == [
+        ("task-poll", "done"),
+        ("goal-convert", "ignored"),
+    ]
+    assert report.entries[1].reason.render().endswith("this was block 2, so it was ignored")
+    assert report.queued_followups[1:] == ("/goal g",)  # the call's, after the report
+
+
+def test_parse_turn_counts_used_calls_toward_the_caps() -> None:
+    text = '```wait-threads\n{"task_ids": ["t2"]}\n```'
+    assert parse_turn(text).commands and not parse_turn(text, {"wait-threads": 1}).issues
+    (issue,) = parse_turn(text, {"wait-threads": 2}).issues
+    assert issue.outcome == "ignored" and issue.reason.arg("position") == 3

@@ -237,6 +237,7 @@ class AdapterAgreement(RuleBasedStateMachine):
     @rule(sender=TASK_IDS, kind=TEXT, about=st.none() | TASK_IDS, time=TIMES)
     def audit(self, sender: str, kind: str, about: str | None, time: float) -> None:
         self.both("record_audit", AuditRecord(sender, kind, about, "done", "r", time))
+        self.both("record_audit", AuditRecord(sender, kind, about, "done", "r", time, "tool"))
 
     @rule(tid=TASK_IDS, text=TEXT)
     def followup(self, tid: str, text: str) -> None:
@@ -255,6 +256,32 @@ class AdapterAgreement(RuleBasedStateMachine):
     @rule(tid=TASK_IDS)
     def take_followups(self, tid: str) -> None:
         self.both("take_followups", tid)
+
+    # ---- same-turn tools (issue 28): the call ledger, held follow-ups, task tokens -------
+
+    @rule(tid=TASK_IDS, turn=st.integers(0, 3), kind=st.sampled_from(["task-poll", "wait-threads"]))
+    def turn_use(self, tid: str, turn: int, kind: str) -> None:
+        self.both("record_turn_use", tid, turn, kind)
+        self.both("turn_usage", tid, turn)
+
+    @rule(tid=TASK_IDS, turn=st.integers(0, 3), text=TEXT, release=st.booleans())
+    def held_followup(self, tid: str, turn: int, text: str, release: bool) -> None:
+        self.both("hold_followup", tid, turn, text)
+        if release:
+            self.both("release_held_followups", tid)
+
+    @rule(tid=TASK_IDS, thread=st.none() | TEXT)
+    def thread_id(self, tid: str, thread: str | None) -> None:
+        self.both("set_thread_id", tid, thread)
+
+    @rule(tid=TASK_IDS, n=st.integers(0, 5), expires=TIMES, revoke=st.booleans())
+    def task_token(self, tid: str, n: int, expires: float, revoke: bool) -> None:
+        digest = f"{n:064x}"
+        self.both("insert_task_token", digest, tid, expires)
+        self.both("task_token", digest)
+        if revoke:
+            self.both("revoke_task_tokens", tid)
+        self.both("task_token", digest)
 
     @rule(
         aid=AUTOMATION_IDS,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
@@ -33,7 +33,13 @@ import attrs
 from markertools.deliver.codec import entry_from_json, entry_to_json
 from markertools.deliver.context import TurnContext, summarize_error
 from markertools.deliver.failures import warn
-from markertools.deliver.loop import DEFAULT_DELIVERY_DEADLINE, _audit, _block
+from markertools.deliver.loop import (
+    DEFAULT_DELIVERY_DEADLINE,
+    _audit,
+    _block,
+    _cancel_signal,
+    _check_deadline,
+)
 from markertools.deliver.once import FINISHED_POSITION, TurnJournal
 from markertools.deliver.report import ReportEntry
 from markertools.domain.model import Task, checked_value, is_goal_task
@@ -60,6 +66,7 @@ __all__ = [
 CALL_LINE: Final[int] = 0  # a call's entry has no line in a turn's text
 CALL_TURN_PREFIX: Final[str] = "call:"  # TOL-5: the journal turn id of a call id
 MAX_CALL_ID_CHARS: Final[int] = 200
+TODO_FIELDS_LIMIT: Final[int] = 20  # todo-list: as many as its report lists (TDL-3)
 # TOL-1: every canonical kind as a tool name (`_` for `-`), in the kind table's order
 TOOL_NAMES: Final[tuple[str, ...]] = tuple(k.name.replace("-", "_") for k in KINDS)
 
@@ -218,30 +225,6 @@ def _result_from_json(text: str) -> CallResult:
         raise ValueError(f"damaged call result: {exc}") from None
 
 
-def _check_deadline(deadline: object) -> float | None:
-    if deadline is None:
-        return None
-    if (
-        isinstance(deadline, bool)
-        or not isinstance(deadline, int | float)
-        or not math.isfinite(deadline)
-        or deadline < 0
-    ):
-        raise ValueError(f"deadline must be a finite number of seconds >= 0; got {deadline!r}")
-    return float(deadline)
-
-
-def _cancel_signal(cancel: object) -> Callable[[], bool] | None:
-    if cancel is None:
-        return None
-    is_set = getattr(cancel, "is_set", None)
-    if callable(is_set):
-        return lambda: bool(is_set())
-    if callable(cancel):
-        return lambda: bool(cancel())
-    raise ValueError("cancel must be a threading.Event (or anything with is_set()) or a callable")
-
-
 def _sender_refusal(task: Task | None) -> Msg | None:
     """TOL-2 / TOL-7: why this sender may not call a tool at all (None: it may)."""
     if task is None:
@@ -255,11 +238,41 @@ def _sender_refusal(task: Task | None) -> Msg | None:
     return None
 
 
-def _fields(spec: KindSpec, entry: ReportEntry, ports: Ports) -> dict[str, object]:
-    """The kind's result fields (JSON-able) of a done call; {} when none or unreadable."""
+def _fields(
+    spec: KindSpec, entry: ReportEntry, ports: Ports, cmd: Command, sender: Task
+) -> dict[str, object]:
+    """The kind's result fields (JSON-able) of a done call; {} when none or unreadable.
+    Only ids, statuses, numbers and times: a text another task wrote (a prompt, a result,
+    a todo's title) reaches the agent only framed, in `text` (INJ-7)."""
     if entry.outcome != "done":
         return {}
+    params: Any = cmd.params
     try:
+        if spec.name == "wait-threads":
+            found = ports.tasks.get_tasks(list(params.task_ids))
+            return {"tasks": [_snapshot(found[i]) for i in params.task_ids if i in found]}
+        if spec.name == "task-list":
+            listing = ports.tasks.list_tasks(
+                sender.project_id, status=params.status, q=params.q, limit=params.limit
+            )
+            return {
+                "tasks": [_snapshot(t) for t in listing.rows[: params.limit]],
+                "total": listing.total,
+                "counts": dict(listing.counts),
+            }
+        if spec.name == "todo-list":
+            from markertools.domain.model import UNFINISHED_TODO_STATUSES
+
+            statuses = {params.status} if params.status is not None else UNFINISHED_TODO_STATUSES
+            todos = ports.todos.list_todos(
+                sender.project_id, statuses=statuses, q=params.q, limit=TODO_FIELDS_LIMIT
+            )
+            return {
+                "todos": [
+                    {"id": t.id, "status": t.status, "priority": t.priority} for t in todos.rows
+                ],
+                "total": todos.total,
+            }
         if spec.creates_task and entry.target is not None:
             return {"task_id": entry.target}
         if spec.name in ("task-poll", "task-cancel", "task-retry") and entry.target:
@@ -411,7 +424,8 @@ def deliver_call(
             entry = _audit(
                 ctx, ctx.rejected(cmd, None, msg("deliver.port_failed", error=summarize_error(exc)))
             )
-    result = _result(entry, locale, _fields(spec, entry, ports), after_turn=bool(held))
+    fields = _fields(spec, entry, ports, cmd, ctx.sender)
+    result = _result(entry, locale, fields, after_turn=bool(held))
     return _finish(ports, sender_id, turn_id, result)
 
 

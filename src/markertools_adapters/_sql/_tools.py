@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from markertools import StoredToken
 from markertools_adapters._sql._codec import Tables, text_value
 from markertools_adapters._sql._dialect import Database, Executor
-from markertools_adapters.errors import UnknownTask
+from markertools_adapters.errors import StoreError, UnknownTask
 
 
 def release_held_in(conn: Executor, tables: Tables, task_id: str) -> tuple[str, ...]:
@@ -95,6 +95,15 @@ class ToolsMixin:
     # ---- TaskTokenStore ------------------------------------------------------------------
 
     def insert_task_token(self, token_hash: str, task_id: str, expires_at: float) -> bool:
+        d = self._tables.dialect
+        try:
+            return self._insert_token(token_hash, task_id, expires_at)
+        except StoreError as exc:  # the primary key: as the memory store, a ValueError
+            if not d.is_duplicate_key(exc):
+                raise
+            raise ValueError("a token with this hash is stored already") from exc
+
+    def _insert_token(self, token_hash: str, task_id: str, expires_at: float) -> bool:
         d = self._tables.dialect
         with self._db.write() as conn:
             cursor = conn.execute(
