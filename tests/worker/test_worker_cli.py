@@ -8,15 +8,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import EXE, cli, one_line_failure
+from support.worker import add_task, routed, run_host, settings_for, worker_store
 
 from markertools_adapters.codex.fakemodel import Hang, Text
 from markertools_adapters.worker import WorkerHost
-from support.cli import EXE, cli, one_line_failure
-from support.worker import add_task, routed, run_host, settings_for, worker_store
 
 
 def _host_process(codex, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
@@ -24,11 +23,26 @@ def _host_process(codex, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
     return subprocess.Popen(
         [
-            str(EXE), "worker", "run", "--db", str(tmp_path / "w.db"), "--project", "p1",
-            "--host", "h1", "--codex-bin", codex.binary, "--worktrees",
-            str(tmp_path / "worktrees"), "--json-log", *extra,
+            str(EXE),
+            "worker",
+            "run",
+            "--db",
+            str(tmp_path / "w.db"),
+            "--project",
+            "p1",
+            "--host",
+            "h1",
+            "--codex-bin",
+            codex.binary,
+            "--worktrees",
+            str(tmp_path / "worktrees"),
+            "--json-log",
+            *extra,
         ],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
 
 
@@ -82,8 +96,16 @@ def test_sigterm_requeues_the_running_task_and_a_new_host_finishes_it(
 def test_a_missing_codex_binary_is_one_line_and_exit_2(tmp_path: Path) -> None:
     with worker_store("sqlite", tmp_path):
         pass
-    done = cli("worker", "run", "--db", str(tmp_path / "w.db"), "--project", "p1",
-               "--codex-bin", str(tmp_path / "no-codex"))
+    done = cli(
+        "worker",
+        "run",
+        "--db",
+        str(tmp_path / "w.db"),
+        "--project",
+        "p1",
+        "--codex-bin",
+        str(tmp_path / "no-codex"),
+    )
     one_line_failure(done, f"codex binary not found: {tmp_path / 'no-codex'}")
 
 

@@ -4,7 +4,6 @@ cost rows and the quota (WRK-8, WRK-10)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -13,11 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from markertools import Quota
-from markertools_adapters._procgroups import group_alive
-from markertools_adapters.codex.fakemodel import Hang, HttpError, ShellCall, Text
-from markertools_adapters.worker import HostEvent, PriceTable, WorkerHost, fleet_status
 from support.worker import (
     add_task,
     routed,
@@ -25,6 +19,11 @@ from support.worker import (
     settings_for,
     worker_store,
 )
+
+from markertools import Quota
+from markertools_adapters._procgroups import group_alive
+from markertools_adapters.codex.fakemodel import Hang, HttpError, ShellCall, Text
+from markertools_adapters.worker import HostEvent, PriceTable, WorkerHost, fleet_status
 
 STORES = ["sqlite", "postgres"]
 
@@ -90,7 +89,10 @@ def test_a_cancel_from_another_process_ends_the_turn_and_its_process_group(
                 seen["pgid"] = event.details["pgid"]
                 done = subprocess.run(
                     [sys.executable, "-c", _CANCEL, url, schema, "t-slow"],
-                    capture_output=True, text=True, timeout=60, check=False,
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=False,
                 )
                 seen["cancel"] = done.stdout.strip() or done.stderr
                 seen["at"] = time.monotonic()

@@ -8,10 +8,18 @@ import re
 from pathlib import Path
 
 import pytest
+from support.worker import (
+    add_task,
+    block,
+    routed,
+    run_host,
+    settings_for,
+    task_ids_in,
+    worker_store,
+)
 
 from markertools_adapters.codex.fakemodel import Text
 from markertools_adapters.worker import HostEvent, WorkerHost
-from support.worker import add_task, block, routed, run_host, settings_for, task_ids_in, worker_store
 
 CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 
@@ -44,7 +52,11 @@ def test_a_parent_reads_a_file_in_its_childs_directory(offline_codex, tmp_path: 
         parent = store.get_task("t-parent")
         assert parent.status == "completed", parent
         assert parent.result_text == "read: found"
-        child = next(t for t in store.list_tasks("p1", status=None, q=None, limit=5).rows if t.id != "t-parent")
+        child = next(
+            t
+            for t in store.list_tasks("p1", status=None, q=None, limit=5).rows
+            if t.id != "t-parent"
+        )
         assert child.worktree == str(tmp_path / "worktrees" / "h1" / child.id)
         assert child.host == "h1"
 
@@ -81,9 +93,14 @@ def test_goal_rounds_run_in_one_thread_until_the_phrase(offline_codex, tmp_path:
 @pytest.mark.rule("WRK-7")
 def test_goal_rounds_stop_at_the_limit(offline_codex, tmp_path: Path) -> None:
     router = routed(offline_codex)
-    router.on("goal", lambda last, texts: (
-        Text(block("goal-convert", json.dumps({"goal": "never"})))
-        if "[agent:goal]" in last else Text("not yet")))
+    router.on(
+        "goal",
+        lambda last, texts: (
+            Text(block("goal-convert", json.dumps({"goal": "never"})))
+            if "[agent:goal]" in last
+            else Text("not yet")
+        ),
+    )
     with worker_store("sqlite", tmp_path) as store:
         add_task(store, "t-goal", "[agent:goal] try forever")
         run_host(WorkerHost(settings_for(offline_codex, tmp_path, max_goal_rounds=2), store))

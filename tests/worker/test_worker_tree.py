@@ -8,10 +8,18 @@ import stat
 from pathlib import Path
 
 import pytest
+from support.worker import (
+    add_task,
+    block,
+    routed,
+    run_host,
+    settings_for,
+    task_ids_in,
+    worker_store,
+)
 
 from markertools_adapters.codex.fakemodel import Text
 from markertools_adapters.worker import HostEvent, WorkerHost
-from support.worker import add_task, routed, block, run_host, settings_for, task_ids_in, worker_store
 
 STORES = ["sqlite", "postgres"]
 
@@ -36,7 +44,9 @@ def _child(last: str, texts: list[str]) -> Text:
 
 @pytest.mark.rule("WRK-1", "WRK-2", "WRK-4")
 @pytest.mark.parametrize("kind", STORES)
-def test_root_creates_two_children_that_run_and_report(offline_codex, tmp_path: Path, kind: str) -> None:
+def test_root_creates_two_children_that_run_and_report(
+    offline_codex, tmp_path: Path, kind: str
+) -> None:
     router = routed(offline_codex)
     router.on("root", _root)
     router.on("child", _child)
@@ -48,7 +58,11 @@ def test_root_creates_two_children_that_run_and_report(offline_codex, tmp_path: 
         root = store.get_task("t-root")
         assert root.status == "completed", (root, events)
         assert root.result_text == "Both parts are done. Finished."
-        children = [t for t in store.list_tasks("p1", status=None, q=None, limit=10).rows if t.id != "t-root"]
+        children = [
+            t
+            for t in store.list_tasks("p1", status=None, q=None, limit=10).rows
+            if t.id != "t-root"
+        ]
         assert len(children) == 2
         assert {c.result_text for c in children} == {"part A done", "part B done"}
         assert all(c.status == "completed" for c in children)

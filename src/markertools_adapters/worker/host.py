@@ -167,7 +167,7 @@ class WorkerHost:
 
     def _idle(self) -> bool:
         listing = self.store.list_tasks(self.settings.project, status=None, q=None, limit=1)
-        counts = dict(listing.counts)
+        counts: dict[str, int] = dict(listing.counts)
         return counts.get("queued", 0) == 0 and counts.get("running", 0) == 0
 
     # ---- cancels and leases -----------------------------------------------------------

@@ -26,10 +26,11 @@ import json
 import signal
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from markertools import (
     Claim,
+    Ports,
     StartKind,
     Task,
     TaskChange,
@@ -43,15 +44,27 @@ from markertools_adapters.dots._worker import CodexWorker
 from markertools_adapters.first_turn import first_turn_prompt
 from markertools_adapters.worker.dirs import local_repo, prepare_task_dir
 from markertools_adapters.worker.events import HostEvent
-from markertools_adapters.worker.settings import TokenUsage
-
-if TYPE_CHECKING:
-    from markertools_adapters.worker.host import WorkerHost
+from markertools_adapters.worker.leases import Leases
+from markertools_adapters.worker.settings import TokenUsage, WorkerSettings
 
 SANDBOX: Final[str] = "workspace-write"
 GOAL_PREFIX: Final[str] = "/goal "
 _INTERRUPT_WAIT: Final[float] = 0.5  # seconds a cancelled turn gets before SIGKILL
 _STOP_WAIT: Final[float] = 5.0
+
+
+class RunOwner(Protocol):
+    """What a run needs of its host (`WorkerHost`)."""
+
+    settings: WorkerSettings
+    store: Any
+    ports: Ports
+    leases: Leases
+    stopping: bool
+
+    def emit(self, event: HostEvent) -> None: ...
+
+    def run_ended(self, run: TaskRun) -> None: ...
 
 
 class _Ended(Exception):
@@ -61,7 +74,7 @@ class _Ended(Exception):
 class TaskRun:
     """Run one claimed task to its end; `cancel()` and `stop()` may come at any time."""
 
-    def __init__(self, host: WorkerHost, claim: Claim) -> None:
+    def __init__(self, host: RunOwner, claim: Claim) -> None:
         self.host = host
         self.claim = claim
         self.task: Task = claim.task
@@ -140,9 +153,7 @@ class TaskRun:
             on_turn_end=lambda tid, status, reply: self._signals.put_nowait(
                 ("end", (tid, status, reply))
             ),
-            on_request=lambda kind, summary: self._signals.put_nowait(
-                ("request", (kind, summary))
-            ),
+            on_request=lambda kind, summary: self._signals.put_nowait(("request", (kind, summary))),
             on_exit=lambda detail: self._signals.put_nowait(("exit", detail)),
             on_rate_limits=lambda snapshot: None,
             request_timeout=settings.request_timeout,
@@ -222,9 +233,7 @@ class TaskRun:
                 locale=settings.locale,
                 turn_id=turn_id,
             )
-            self._emit(
-                "delivered", turn=self.turn, turn_id=turn_id, blocks=len(report.entries)
-            )
+            self._emit("delivered", turn=self.turn, turn_id=turn_id, blocks=len(report.entries))
             if goal:
                 goal_rounds += 1
                 phrase = msg("worker.goal_phrase").render(settings.locale)
@@ -450,9 +459,7 @@ class TaskRun:
         await self._finish(turn_id, outcome="failed", error_text=text, cost=cost)
         self._emit("finished", status="failed", reason=text)
 
-    async def _finish_cut(
-        self, turn_id: str, outcome: str, reason: Any, cost: TurnCost
-    ) -> None:
+    async def _finish_cut(self, turn_id: str, outcome: str, reason: Any, cost: TurnCost) -> None:
         text = None if reason is None else reason.render(self.host.settings.locale)
         await self._finish(turn_id, outcome=outcome, error_text=text, cost=cost)
         if text is not None:
@@ -469,7 +476,11 @@ class TaskRun:
         record = getattr(self.host.store, "record_checkpoint", None)
         if callable(record):
             await self._call(
-                record, self.task_id, round_no, thread_id=self.thread_id, turn_id=turn_id,
+                record,
+                self.task_id,
+                round_no,
+                thread_id=self.thread_id,
+                turn_id=turn_id,
                 now=time.time(),
             )
 
@@ -479,7 +490,9 @@ class TaskRun:
         self.closing = True
         await self._record_cost(turn_id, cost)
         current = await self._call(self.host.store.get_task, self.task_id)
-        kind = "goal_breakpoint" if current is not None and is_goal_task(current) else "platform_fresh"
+        kind = (
+            "goal_breakpoint" if current is not None and is_goal_task(current) else "platform_fresh"
+        )
         rounds = await self._call(self.host.store.task_costs, self.task_id)
         result = await self._call(
             self.host.store.requeue_platform,

@@ -70,7 +70,9 @@ def fleet_status(store: Any, project: str | None, *, locale: str = "en") -> dict
     }
 
 
-def status_lines(status: dict[str, Any], *, locale: str = "en", now: float | None = None) -> Iterable[str]:
+def status_lines(
+    status: dict[str, Any], *, locale: str = "en", now: float | None = None
+) -> Iterable[str]:
     """The text form of `fleet_status`."""
     now = time.time() if now is None else now
     counts = status["tasks"]
