@@ -107,3 +107,47 @@ def test_goal_rounds_stop_at_the_limit(offline_codex, tmp_path: Path) -> None:
         task = store.get_task("t-goal")
         assert task.status == "interrupted"
         assert task.interrupted_reason == "the goal was not reached within 2 goal rounds"
+
+
+@pytest.mark.rule("WRK-7", "WRK-3")
+def test_a_goal_task_stopped_mid_round_resumes_its_thread(offline_codex, tmp_path: Path) -> None:
+    from markertools_adapters.codex.fakemodel import Hang
+
+    router = routed(offline_codex)
+    router.on(
+        "goal",
+        lambda last, texts: (
+            Text(block("goal-convert", json.dumps({"goal": "ship it"})))
+            if "[agent:goal]" in last
+            else Hang()
+        ),
+    )
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-goal", "[agent:goal] ship")
+        holder: dict[str, WorkerHost] = {}
+
+        def stop_on_second_turn(event: HostEvent) -> None:
+            if event.kind == "turn_started" and event.details["turn"] == 2:
+                assert offline_codex.fake.hanging.wait(20)
+                holder["host"].stop()
+
+        host = WorkerHost(
+            settings_for(offline_codex, tmp_path, grace_seconds=0.2),
+            store,
+            sinks=[stop_on_second_turn],
+        )
+        holder["host"] = host
+        run_host(host)
+        task = store.get_task("t-goal")
+        assert task.status == "queued" and task.goal_mode
+        (attempt,) = store.list_attempts("t-goal")
+        assert attempt.kind == "goal_breakpoint"
+        thread = task.thread_id
+        # the next host resumes the same thread: no prompt again, no preamble
+        router.on("goal", lambda last, texts: Text("shipped\nGOAL REACHED"))
+        run_host(WorkerHost(settings_for(offline_codex, tmp_path), store))
+        task = store.get_task("t-goal")
+        assert task.status == "completed" and task.thread_id == thread
+        last = router.calls[-1][1]
+        assert last.startswith("Keep working toward the goal.")
+        assert "Resume notice" not in last

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Final, Protocol
@@ -87,6 +88,7 @@ class TaskRun:
         self.thread_id: str | None = None
         self.pgid: int | None = None
         self._signals: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._halt = threading.Event()  # stops a delivery's waits (cancel, stop)
         self._texts: dict[str, list[str]] = {}  # turn id -> its agent messages
         self._usage: dict[str, TokenUsage] = {}
         self._errors: dict[str, str] = {}  # turn id -> Codex's error message
@@ -99,12 +101,14 @@ class TaskRun:
         """The task was cancelled elsewhere (WRK-5)."""
         if not self.cancelled and not self.closing:
             self.cancelled = True
+            self._halt.set()
             self._signals.put_nowait(("cancel", None))
 
     def stop(self) -> None:
         """The host's grace period is over: interrupt and requeue (WRK-1)."""
         if not self.stopping:
             self.stopping = True
+            self._halt.set()
             self._signals.put_nowait(("stop", None))
 
     # ---- the run ----------------------------------------------------------------------
@@ -232,6 +236,7 @@ class TaskRun:
                 ports=host.ports,
                 locale=settings.locale,
                 turn_id=turn_id,
+                cancel=self._halt,
             )
             self._emit("delivered", turn=self.turn, turn_id=turn_id, blocks=len(report.entries))
             if goal:
@@ -271,11 +276,13 @@ class TaskRun:
                 return
             followups = await self._call(host.store.take_followups, task.id)
             if followups:
+                self.turn += 1  # taking them advanced the task's turn (TOL-4)
                 await self._record_cost(turn_id, cost)
                 text = await self._next_input(followups)
                 continue
             if goal:
                 await self._record_cost(turn_id, cost)
+                await self._advance_turn()
                 phrase = msg("worker.goal_phrase").render(settings.locale)
                 text = msg("worker.goal_continue", phrase=phrase).render(settings.locale)
                 continue
@@ -320,6 +327,16 @@ class TaskRun:
 
     # ---- turns ------------------------------------------------------------------------
 
+    async def _advance_turn(self) -> None:
+        """A goal round without follow-ups is a new turn too (TOL-4)."""
+        self.turn += 1
+        await self._call(
+            self.host.store.transition_task,
+            self.task_id,
+            "running",
+            TaskChange(turn=self.turn),
+        )
+
     async def _start_turn(self, text: str) -> str | None:
         assert self.worker is not None
         task = self.task
@@ -331,7 +348,6 @@ class TaskRun:
                 return None
             await self._fail(None, msg("worker.app_server_failed", detail=str(exc)), None)
             return None
-        self.turn += 1
         self._emit("turn_started", turn=self.turn, turn_id=turn_id, pgid=self.pgid)
         self.worker.flush_early_end()
         return turn_id
