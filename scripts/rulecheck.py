@@ -42,8 +42,7 @@ NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
         "TOL-1",
         "TOL-6",
         "TOL-8",
-        # the worker host: leases need the store's lease API; tools need `tools serve`
-        "WRK-6",
+        # the worker host's same-turn tools need `markertools tools serve`
         "WRK-9",
     }
 )

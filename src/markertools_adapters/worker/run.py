@@ -36,6 +36,7 @@ from markertools import (
     Task,
     TaskChange,
     TurnCost,
+    TurnIdReused,
     deliver_turn,
     is_goal_task,
     msg,
@@ -168,6 +169,8 @@ class TaskRun:
             self.pgid = client.pid
             if self.pgid is not None:
                 await self._call(host.leases.record_group, task.id, self.pgid, time.time())
+            if self.claim.start is StartKind.RESUME and task.thread_id:
+                await self._deliver_left_over(client, task.thread_id)
             try:
                 thread = await self.worker.open_thread(
                     cwd=str(directory), sandbox=SANDBOX, model=task.model, resume=resume
@@ -324,6 +327,48 @@ class TaskRun:
                     TaskChange(goal_mode=True, goal=goal or None),
                 )
         return "\n\n".join(followups)
+
+    async def _deliver_left_over(self, client: Any, thread_id: str) -> None:
+        """WRK-6: the last turn of the task's previous thread, when it completed, is
+        delivered with its own turn id - once: a turn delivered before replays and
+        changes nothing (TRN-9); a turn cut by the crash never completed and is skipped."""
+        try:
+            answer = await client.thread_read(thread_id, include_turns=True)
+        except Exception:
+            return  # the thread is not on this machine: nothing to recover here
+        thread = answer.get("thread") if isinstance(answer, dict) else None
+        turns = thread.get("turns") if isinstance(thread, dict) else None
+        if not isinstance(turns, list) or not turns or not isinstance(turns[-1], dict):
+            return
+        last = turns[-1]
+        turn_id = last.get("id")
+        if last.get("status") != "completed" or not isinstance(turn_id, str):
+            return
+        texts = [
+            str(item.get("text"))
+            for item in last.get("items") or []
+            if isinstance(item, dict)
+            and item.get("type") == "agentMessage"
+            and isinstance(item.get("text"), str)
+        ]
+        with contextlib.suppress(TurnIdReused):
+            report = await self._call(
+                deliver_turn,
+                MESSAGE_SEPARATOR.join(texts),
+                sender=self.task_id,
+                outcome="completed",
+                ports=self.host.ports,
+                locale=self.host.settings.locale,
+                turn_id=turn_id,
+                cancel=self._halt,
+            )
+            self._emit(
+                "delivered",
+                turn_id=turn_id,
+                blocks=len(report.entries),
+                replayed=bool(report.replayed),
+                recovered=True,
+            )
 
     # ---- turns ------------------------------------------------------------------------
 
