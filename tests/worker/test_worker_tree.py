@@ -80,3 +80,51 @@ def test_root_creates_two_children_that_run_and_report(
         assert "part A done" in root_inputs[-1] and "part B done" in root_inputs[-1]
         kinds = [e.kind for e in events if e.task_id == "t-root"]
         assert kinds[0] == "claimed" and kinds.count("delivered") == 3
+
+
+@pytest.mark.rule("WRK-1")
+def test_at_most_max_concurrent_tasks_run_at_once(offline_codex, tmp_path: Path) -> None:
+    router = routed(offline_codex)
+    router.on("slowish", lambda last, texts: Text("done", delay=0.3))
+    running: set[str] = set()
+    most = [0]
+
+    def count(event: HostEvent) -> None:
+        if event.kind == "claimed":
+            running.add(event.task_id)
+            most[0] = max(most[0], len(running))
+        elif event.kind == "finished":
+            running.discard(event.task_id)
+
+    with worker_store("sqlite", tmp_path) as store:
+        for n in range(5):
+            add_task(store, f"t-{n}", "[agent:slowish] work", created_at=float(n))
+        host = WorkerHost(settings_for(offline_codex, tmp_path, max_concurrent=2), store, sinks=[count])
+        run_host(host)
+        assert most[0] == 2
+        assert host.claimed == 5
+        rows = store.list_tasks("p1", status=None, q=None, limit=9).rows
+        assert {t.status for t in rows} == {"completed"}
+
+
+@pytest.mark.rule("WRK-1")
+def test_due_automations_are_fired_and_their_tasks_run(offline_codex, tmp_path: Path) -> None:
+    from markertools import Automation
+
+    router = routed(offline_codex)
+    router.on("nightly", lambda last, texts: Text("nightly report written"))
+    with worker_store("sqlite", tmp_path) as store:
+        store.insert_automation(
+            Automation("a-1", "p1", "nightly", "[agent:nightly] write the report",
+                       first_run_at=1.0, run_once=True, created_by="alice")
+        )
+        host = WorkerHost(settings_for(offline_codex, tmp_path, until_idle=False), store)
+
+        def stop_when_done(event: HostEvent) -> None:
+            if event.kind == "finished":
+                host.stop()
+
+        host.sinks.append(stop_when_done)
+        run_host(host)
+        (task,) = store.list_tasks("p1", status=None, q=None, limit=9).rows
+        assert task.status == "completed" and task.result_text == "nightly report written"
