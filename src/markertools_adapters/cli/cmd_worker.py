@@ -88,6 +88,13 @@ def run_command(
     json_log: Annotated[
         bool, typer.Option("--json-log", help="One JSON line per event on stdout.")
     ] = False,
+    tools: Annotated[
+        bool | None,
+        typer.Option(
+            "--tools/--no-tools",
+            help="Give every thread the markertools tools (default: when `tools serve` exists).",
+        ),
+    ] = None,
 ) -> None:
     """Claim the project's tasks and run each on its own codex app-server (WRK-1)."""
     from markertools_adapters.worker import (
@@ -116,6 +123,7 @@ def run_command(
         max_goal_rounds=max_goal_rounds,
         grace_seconds=grace_seconds,
         until_idle=until_idle,
+        tools_command=_tools_command(db) if tools is not False else None,
         **fields,
     )
     settings.worktrees.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -135,6 +143,15 @@ def run_command(
     finally:
         store.close()
     raise typer.Exit(code)
+
+
+def _tools_command(db: str) -> tuple[str, ...] | None:
+    """WRK-9: the MCP server of the same-turn tools, when this install has it."""
+    from importlib.util import find_spec
+
+    if find_spec("markertools_adapters.cli.cmd_tools") is None:
+        return None
+    return (sys.executable, "-m", "markertools", "tools", "serve", "--db", db)
 
 
 async def _run(host: Any, view: Any) -> int:

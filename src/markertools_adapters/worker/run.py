@@ -39,6 +39,7 @@ from markertools import (
     TurnIdReused,
     deliver_turn,
     is_goal_task,
+    mint_task_token,
     msg,
 )
 from markertools_adapters.codex import MESSAGE_SEPARATOR
@@ -50,6 +51,10 @@ from markertools_adapters.worker.leases import Leases
 from markertools_adapters.worker.settings import TokenUsage, WorkerSettings
 
 SANDBOX: Final[str] = "workspace-write"
+TOKEN_ENV: Final[str] = "MARKERTOOLS_TASK_TOKEN"
+TOOLS_SERVER: Final[str] = "markertools"
+# passed on to the tools server when the host has them (a virtualenv or a source tree)
+FORWARDED_ENV: Final[tuple[str, ...]] = ("PYTHONPATH", "VIRTUAL_ENV", "MARKERTOOLS_DEBUG")
 GOAL_PREFIX: Final[str] = "/goal "
 _INTERRUPT_WAIT: Final[float] = 0.5  # seconds a cancelled turn gets before SIGKILL
 _STOP_WAIT: Final[float] = 5.0
@@ -93,6 +98,8 @@ class TaskRun:
         self._texts: dict[str, list[str]] = {}  # turn id -> its agent messages
         self._usage: dict[str, TokenUsage] = {}
         self._errors: dict[str, str] = {}  # turn id -> Codex's error message
+        self._tools_state = asyncio.Event()  # the markertools MCP server is up (or failed)
+        self.tools_status: str | None = None
         self._model: str | None = claim.task.model
         self.worker: CodexWorker | None = None
 
@@ -150,9 +157,10 @@ class TaskRun:
             )
             if changed is not None:
                 self.task = task = changed
+        extra_env, config = await self._tools()
         self.worker = CodexWorker(
             settings.codex_bin,
-            env=settings.child_env(),
+            env=settings.child_env(extra_env),
             cwd=str(directory),
             on_raw=self._on_raw,
             on_turn_end=lambda tid, status, reply: self._signals.put_nowait(
@@ -173,13 +181,21 @@ class TaskRun:
                 await self._deliver_left_over(client, task.thread_id)
             try:
                 thread = await self.worker.open_thread(
-                    cwd=str(directory), sandbox=SANDBOX, model=task.model, resume=resume
+                    cwd=str(directory),
+                    sandbox=SANDBOX,
+                    model=task.model,
+                    resume=resume,
+                    config=config,
                 )
             except Exception:
                 if resume is None:
                     raise
                 thread = await self.worker.open_thread(  # the old thread is gone: a new one
-                    cwd=str(directory), sandbox=SANDBOX, model=task.model, resume=None
+                    cwd=str(directory),
+                    sandbox=SANDBOX,
+                    model=task.model,
+                    resume=None,
+                    config=config,
                 )
                 text = (await self._fresh_input(StartKind.RESUME)) + "\n\n" + text
         except Exception as exc:
@@ -189,6 +205,8 @@ class TaskRun:
             await self._fail(None, msg("worker.app_server_failed", detail=str(exc)), None)
             return
         self.thread_id = thread
+        if config is not None:
+            await self._tools_ready()
         if thread != task.thread_id:
             await self._call(host.store.set_thread_id, task.id, thread)
         goal_rounds = 0
@@ -327,6 +345,36 @@ class TaskRun:
                     TaskChange(goal_mode=True, goal=goal or None),
                 )
         return "\n\n".join(followups)
+
+    async def _tools(self) -> tuple[dict[str, str], dict[str, Any] | None]:
+        """WRK-9: the task's token (in the app-server's environment, forwarded to the
+        MCP server by name) and the thread's configuration of the markertools server,
+        whose tool calls that configuration approves (their gates decide)."""
+        command = self.host.settings.tools_command
+        if not command:
+            return {}, None
+        env = self.host.settings.child_env()
+        minted = await self._call(
+            mint_task_token,
+            self.host.store,
+            self.task_id,
+            now=time.time(),
+            token_hex=self.host.ports.random.token_hex,
+        )
+        server = {
+            "command": command[0],
+            "args": list(command[1:]),
+            "env_vars": [TOKEN_ENV] + [n for n in FORWARDED_ENV if n in env],
+            "default_tools_approval_mode": "approve",
+        }
+        return {TOKEN_ENV: minted.token}, {f"mcp_servers.{TOOLS_SERVER}": server}
+
+    async def _tools_ready(self) -> None:
+        """Codex offers an MCP server's tools only once it is ready: wait for that (or
+        its failure, or the bound) before the first turn."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.host.settings.tools_ready_seconds):
+                await self._tools_state.wait()
 
     async def _deliver_left_over(self, client: Any, thread_id: str) -> None:
         """WRK-6: the last turn of the task's previous thread, when it completed, is
@@ -481,6 +529,15 @@ class TaskRun:
             text = error.get("message") if isinstance(error, dict) else None
             if isinstance(turn, dict) and isinstance(text, str) and text.strip():
                 self._errors[str(turn.get("id"))] = " ".join(text.split())[:500]
+        elif '"mcpServer/startupStatus/updated"' in raw:
+            params = _params(raw)
+            if params.get("name") == TOOLS_SERVER and params.get("status") in (
+                "ready",
+                "failed",
+                "cancelled",
+            ):
+                self.tools_status = str(params.get("status"))
+                self._tools_state.set()
         elif '"thread/started"' in raw:
             thread = _params(raw).get("thread")
             model = thread.get("model") if isinstance(thread, dict) else None

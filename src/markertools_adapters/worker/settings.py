@@ -122,6 +122,10 @@ class WorkerSettings:
     locale: str = "en"
     request_timeout: float = 60.0
     machine: str = field(default_factory=machine_id)
+    # WRK-9: the argv of the same-turn tools' MCP server (`markertools tools serve --db
+    # URL`); None: threads get no markertools tools
+    tools_command: tuple[str, ...] | None = None
+    tools_ready_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         low, high = MAX_CONCURRENT_RANGE
