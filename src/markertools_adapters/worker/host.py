@@ -32,6 +32,7 @@ from markertools_adapters.worker.settings import WorkerSettings
 _log = logging.getLogger("markertools.worker")
 _WATCH_SQLITE: Final[float] = 0.2  # seconds between cancel polls without a waiter
 _WATCH_WAIT: Final[float] = 1.0  # longest LISTEN wait of the cancel watch
+_IDLE_SCAN: Final[int] = 1000  # queued tasks looked at to decide a host is idle
 
 
 class WorkerHost:
@@ -166,9 +167,24 @@ class WorkerHost:
             self.runs.pop(run.task_id, None)
 
     def _idle(self) -> bool:
+        """No queued or running task is left - a queued task whose creator is over quota
+        waits for a person, not for this host (WRK-8), so it does not count."""
         listing = self.store.list_tasks(self.settings.project, status=None, q=None, limit=1)
         counts: dict[str, int] = dict(listing.counts)
-        return counts.get("queued", 0) == 0 and counts.get("running", 0) == 0
+        if counts.get("running", 0) or not counts.get("queued", 0):
+            return not counts.get("running", 0)
+        queued = self.store.list_tasks(
+            self.settings.project, status="queued", q=None, limit=_IDLE_SCAN
+        ).rows
+        return len(queued) < _IDLE_SCAN and all(self._held(task.created_by) for task in queued)
+
+    def _held(self, user: str | None) -> bool:
+        quota = self.store.get_quota(user) if user else None
+        return (
+            quota is not None
+            and quota.total_usd is not None
+            and quota.used_usd >= quota.total_usd
+        )
 
     # ---- cancels and leases -----------------------------------------------------------
 
@@ -177,18 +193,22 @@ class WorkerHost:
         while True:
             ids = [i for i, r in self.runs.items() if not r.closing and not r.cancelled]
             if ids:
-                tasks = await self._call(self.store.get_tasks, ids)
-                for task_id in ids:
-                    task = tasks.get(task_id)
+                for task_id in await self._call(self._gone, ids):
                     run = self.runs.get(task_id)
-                    if run is None or run.closing:
-                        continue
-                    if task is None or task.status != "running":
+                    if run is not None and not run.closing:
                         run.cancel()
             if waiter is not None and ids:
                 await self._call(waiter.wait_for_change, ids, _WATCH_WAIT)
             else:
                 await asyncio.sleep(_WATCH_SQLITE)
+
+    def _gone(self, ids: list[str]) -> list[str]:
+        """Which of these tasks are no longer running (cancelled elsewhere)."""
+        among = getattr(self.store, "cancelled_among", None)
+        if callable(among):
+            return list(among(ids))
+        tasks = self.store.get_tasks(ids)
+        return [i for i in ids if tasks.get(i) is None or tasks[i].status != "running"]
 
     async def _renew_leases(self) -> None:
         if not self.leases.enabled:
@@ -198,9 +218,15 @@ class WorkerHost:
             ids = [i for i, r in self.runs.items() if not r.closing]
             if ids:
                 try:
-                    await self._call(self.leases.renew, ids, time.time())
+                    held = set(await self._call(self.leases.renew, ids, time.time()))
                 except Exception:
                     _log.exception("renewing leases failed")
+                    held = set(ids)
+                for task_id in ids:  # requeued by another host meanwhile: stop at once
+                    run = self.runs.get(task_id)
+                    if task_id not in held and run is not None and not run.closing:
+                        self.emit(HostEvent("lease_expired", task_id, details={"host": None}))
+                        run.cancel()
             await asyncio.sleep(period)
 
     async def _recover(self, now: float) -> None:

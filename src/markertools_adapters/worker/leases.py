@@ -64,11 +64,14 @@ class Leases:
         self.lease_seconds = lease_seconds
         self.enabled = supports_leases(store)
 
-    def renew(self, task_ids: Sequence[str], now: float) -> None:
-        if self.enabled and task_ids:
-            self.store.renew_leases(
-                self.host, list(task_ids), lease_seconds=self.lease_seconds, now=now
-            )
+    def renew(self, task_ids: Sequence[str], now: float) -> tuple[str, ...]:
+        """Renew; the ids this host still holds (all of them without lease support)."""
+        if not self.enabled or not task_ids:
+            return tuple(task_ids)
+        held = self.store.renew_leases(
+            self.host, list(task_ids), lease_seconds=self.lease_seconds, now=now
+        )
+        return tuple(held) if held is not None else tuple(task_ids)
 
     def record_group(self, task_id: str, pgid: int, now: float) -> None:
         if self.enabled:
