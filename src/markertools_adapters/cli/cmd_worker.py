@@ -73,6 +73,12 @@ def run_command(
     lease_seconds: Annotated[
         float, typer.Option("--lease-seconds", min=0.1, help="Lease of a running task.")
     ] = 60.0,
+    affinity_seconds: Annotated[
+        float,
+        typer.Option(
+            "--affinity-seconds", min=0, help="How long a requeued task waits for its old host."
+        ),
+    ] = 300.0,
     prices: Annotated[
         Path | None, typer.Option("--prices", help="JSON price table, USD per million tokens.")
     ] = None,
@@ -119,6 +125,7 @@ def run_command(
         codex_bin=binary,
         worktrees=worktrees.absolute(),
         lease_seconds=lease_seconds,
+        affinity_seconds=affinity_seconds,
         prices=table,
         max_goal_rounds=max_goal_rounds,
         grace_seconds=grace_seconds,

@@ -128,6 +128,8 @@ class TaskRun:
             pass
         finally:
             if self.worker is not None:
+                if self.cancelled:
+                    await self._kill()  # WRK-5: never a graceful wait for a cancelled task
                 await self.worker.close(grace=1.0)
             self.host.run_ended(self)
 
