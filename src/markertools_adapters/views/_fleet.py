@@ -557,8 +557,8 @@ def _extras(task: Task, more: Mapping[str, object]) -> tuple[tuple[str, str], ..
     for name, label in EXTRA_TASK_FIELDS:
         value = more.get(name, getattr(task, name, None))
         seen.add(name)
-        if value is None or value == "":
-            continue
+        if value is None or value == "" or (name == "turn" and value == 0):
+            continue  # turn 0: the task never started a turn (TOL-4), nothing to show
         shown: object = value
         if name in _TIME_EXTRAS and isinstance(value, int | float) and _is_number(value):
             shown = utc(float(value))

@@ -9,12 +9,21 @@ import typing
 from typing import Protocol
 
 import attrs
+import pytest
 
 import markertools.domain.ports as ports
 from markertools_adapters.executors import NoopExecutor
 from markertools_adapters.wiring import StoragePorts
 
-NON_STORAGE = {"executor", "clock", "random", "files", "waiter", "journal"}  # journal: optional (TRN-9)
+NON_STORAGE = {
+    "executor",
+    "clock",
+    "random",
+    "files",
+    "waiter",
+    "journal",
+    "calls",
+}  # optional: journal (TRN-9), calls (TOL-4)
 
 
 def test_storage_ports_is_exactly_the_storage_fields_of_ports() -> None:
@@ -73,3 +82,30 @@ def test_store_ports_wires_the_stores_delivery_journal() -> None:
         executor=NoopExecutor(),
     )
     assert no_journal.journal is None
+
+
+@pytest.mark.rule("TOL-4")
+def test_store_ports_wires_the_stores_call_ledger() -> None:
+    from markertools_adapters.clock import SeededRandom, VirtualClock
+    from markertools_adapters.memory import MemoryStore
+    from markertools_adapters.wiring import store_ports
+
+    store = MemoryStore()
+    wired = store_ports(
+        store, clock=VirtualClock(0.0), random=SeededRandom(1), executor=NoopExecutor()
+    )
+    assert wired.calls is store  # every bundled store keeps the per-turn call ledger
+
+    class NoLedger:
+        def __getattr__(self, name: str) -> object:
+            if name == "record_turn_use":
+                raise AttributeError(name)
+            return getattr(store, name)
+
+    bare = store_ports(
+        NoLedger(),  # type: ignore[arg-type]
+        clock=VirtualClock(0.0),
+        random=SeededRandom(1),
+        executor=NoopExecutor(),
+    )
+    assert bare.calls is None  # deliver_call then refuses, deliver_turn keeps its caps
