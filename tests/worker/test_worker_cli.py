@@ -126,3 +126,42 @@ def test_worker_status_text_and_json(tmp_path: Path) -> None:
     text = cli("worker", "status", "--db", str(tmp_path / "w.db"), "--project", "p1").stdout
     assert text.splitlines()[0] == "tasks: queued 1, running 1"
     assert text.splitlines()[1].startswith("host h1: 1 running, lease until ")
+
+
+@pytest.mark.rule("WRK-10", "WRK-1")
+def test_a_terminal_shows_the_running_tasks_and_ctrl_c_requeues(
+    offline_codex, tmp_path: Path
+) -> None:
+    from support.terminal import markertools
+
+    router = routed(offline_codex)
+    router.on("live", lambda last, texts: Hang())
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-live", "[agent:live] watch me")
+        env = dict(offline_codex.env)
+        env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+        term = markertools(
+            "worker",
+            "run",
+            "--db",
+            str(tmp_path / "w.db"),
+            "--project",
+            "p1",
+            "--host",
+            "h1",
+            "--codex-bin",
+            offline_codex.binary,
+            "--worktrees",
+            str(tmp_path / "worktrees"),
+            "--grace-seconds",
+            "0.5",
+            "--no-tools",
+            env=env,
+        )
+        term.wait_for("markertools worker h1: 0 finished")
+        term.wait_for_pattern(r"t-live\W+1\W+turn running")
+        assert offline_codex.fake.hanging.wait(20)
+        term.ctrl_c()
+        assert term.exit_code() == 0
+        assert "Traceback" not in term.screen()
+        assert store.get_task("t-live").status == "queued"

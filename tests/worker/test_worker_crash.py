@@ -9,17 +9,16 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import EXE
+from support.worker import add_task, block, routed, run_host, settings_for, worker_store
 
 from markertools_adapters._procgroups import group_alive
 from markertools_adapters.codex.fakemodel import Text
 from markertools_adapters.worker import HostEvent, WorkerHost
-from support.cli import EXE
-from support.worker import add_task, block, routed, run_host, settings_for, worker_store
 
 
 def _host(codex: Any, tmp_path: Path, db: str, name: str, *extra: str) -> subprocess.Popen[str]:
@@ -27,11 +26,29 @@ def _host(codex: Any, tmp_path: Path, db: str, name: str, *extra: str) -> subpro
     env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
     return subprocess.Popen(
         [
-            str(EXE), "worker", "run", "--db", db, "--project", "p1", "--host", name,
-            "--codex-bin", codex.binary, "--worktrees", str(tmp_path / "worktrees"),
-            "--json-log", "--lease-seconds", "1", "--no-tools", *extra,
+            str(EXE),
+            "worker",
+            "run",
+            "--db",
+            db,
+            "--project",
+            "p1",
+            "--host",
+            name,
+            "--codex-bin",
+            codex.binary,
+            "--worktrees",
+            str(tmp_path / "worktrees"),
+            "--json-log",
+            "--lease-seconds",
+            "1",
+            "--no-tools",
+            *extra,
         ],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
 
 
@@ -41,7 +58,9 @@ def _read_until(proc: subprocess.Popen[str], kind: str) -> dict[str, Any]:
         event = json.loads(line)
         if event["event"] == kind:
             return event
-    raise AssertionError(f"the host ended without a {kind} event: {proc.stderr.read() if proc.stderr else ''}")
+    raise AssertionError(
+        f"the host ended without a {kind} event: {proc.stderr.read() if proc.stderr else ''}"
+    )
 
 
 def _slow_plan(last: str, texts: list[str]) -> Text:
@@ -87,7 +106,9 @@ def test_kill_9_of_a_host_mid_turn_requeues_once_and_ends_the_orphan(
         first = [last for name, last in router.calls if name == "crash"][-1]
         assert "Resume notice" in first and "[agent:crash] plan it" in first
         # the killed turn's task-create never applied
-        assert [t.id for t in store.list_tasks("p1", status=None, q=None, limit=9).rows] == ["t-crash"]
+        assert [t.id for t in store.list_tasks("p1", status=None, q=None, limit=9).rows] == [
+            "t-crash"
+        ]
 
 
 @pytest.mark.rule("WRK-6")
@@ -101,7 +122,9 @@ def test_three_hosts_on_postgres_one_killed_every_task_runs_once(
             add_task(store, f"t-{n:02d}", f"[agent:job] job {n}", created_at=float(n))
         url = f"{store.dsn}{'&' if '?' in store.dsn else '?'}options=-csearch_path%3D{store.schema_name}"
         common = ("--until-idle", "--affinity-seconds", "1", "--max-concurrent", "3")
-        hosts = {name: _host(offline_codex, tmp_path, url, name, *common) for name in ("h1", "h2", "h3")}
+        hosts = {
+            name: _host(offline_codex, tmp_path, url, name, *common) for name in ("h1", "h2", "h3")
+        }
         try:
             _read_until(hosts["h2"], "turn_started")
             hosts["h2"].send_signal(signal.SIGKILL)

@@ -99,7 +99,9 @@ def test_at_most_max_concurrent_tasks_run_at_once(offline_codex, tmp_path: Path)
     with worker_store("sqlite", tmp_path) as store:
         for n in range(5):
             add_task(store, f"t-{n}", "[agent:slowish] work", created_at=float(n))
-        host = WorkerHost(settings_for(offline_codex, tmp_path, max_concurrent=2), store, sinks=[count])
+        host = WorkerHost(
+            settings_for(offline_codex, tmp_path, max_concurrent=2), store, sinks=[count]
+        )
         run_host(host)
         assert most[0] == 2
         assert host.claimed == 5
@@ -115,8 +117,15 @@ def test_due_automations_are_fired_and_their_tasks_run(offline_codex, tmp_path: 
     router.on("nightly", lambda last, texts: Text("nightly report written"))
     with worker_store("sqlite", tmp_path) as store:
         store.insert_automation(
-            Automation("a-1", "p1", "nightly", "[agent:nightly] write the report",
-                       first_run_at=1.0, run_once=True, created_by="alice")
+            Automation(
+                "a-1",
+                "p1",
+                "nightly",
+                "[agent:nightly] write the report",
+                first_run_at=1.0,
+                run_once=True,
+                created_by="alice",
+            )
         )
         host = WorkerHost(settings_for(offline_codex, tmp_path, until_idle=False), store)
 

@@ -181,9 +181,7 @@ class WorkerHost:
     def _held(self, user: str | None) -> bool:
         quota = self.store.get_quota(user) if user else None
         return (
-            quota is not None
-            and quota.total_usd is not None
-            and quota.used_usd >= quota.total_usd
+            quota is not None and quota.total_usd is not None and quota.used_usd >= quota.total_usd
         )
 
     # ---- cancels and leases -----------------------------------------------------------
