@@ -102,7 +102,7 @@ def test_kill_9_of_a_host_mid_turn_requeues_once_and_ends_the_orphan(
         assert task.status == "completed"
         assert task.result_text == "finished on the second attempt"
         (attempt,) = store.list_attempts("t-crash")
-        assert task.auto_resume_count == 1
+        assert attempt.kind == "platform_fresh" and task.auto_resume_count == 1
         first = [last for name, last in router.calls if name == "crash"][-1]
         assert "Resume notice" in first and "[agent:crash] plan it" in first
         # the killed turn's task-create never applied
@@ -129,7 +129,7 @@ def test_three_hosts_on_postgres_one_killed_every_task_runs_once(
             _read_until(hosts["h2"], "turn_started")
             hosts["h2"].send_signal(signal.SIGKILL)
             for name in ("h1", "h3"):
-                out, err = hosts[name].communicate(timeout=240)
+                _, err = hosts[name].communicate(timeout=240)
                 assert hosts[name].returncode == 0, err
         finally:
             for proc in hosts.values():
