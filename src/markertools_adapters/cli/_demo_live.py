@@ -78,7 +78,7 @@ def lead_reply(last: str) -> str:
 
 
 CHILD_ANSWERS: Final[dict[str, str]] = {
-    "api": "GET /health added; it returns 200 with {\"ok\": true}.",
+    "api": 'GET /health added; it returns 200 with {"ok": true}.',
     "docs": "README: a 'Health check' section documents GET /health.",
 }
 
