@@ -13,7 +13,7 @@
 3. Cancel -> process group gone (SQLite, PostgreSQL): a store transition from another
    connection while the turn hangs, until the task's codex process group no longer
    exists. Recovery after kill -9 is measured only when the store has leases.
-4. Memory: this process's RSS with 2 / 8 / 16 concurrent hanging turns beside the codex
+4. Memory (measured first, in a fresh process): this process's RSS with 2 / 8 / 16 concurrent hanging turns beside the codex
    children's own RSS.
 
     MARKERTOOLS_PG_DSN=... .venv/bin/python bench/bench_worker.py [--tasks N] [--quick]
@@ -188,7 +188,7 @@ async def bare_tasks(b: Bench, n: int) -> tuple[list[float], list[float]]:
 
 def host_tasks(b: Bench, n: int) -> tuple[list[float], list[float], float]:
     """(per task: claimed..finished, per turn: turn_started..turn_ended, wall / task)"""
-    _, schema = b.fresh("sqlite")
+    b.fresh("sqlite")
     marks: dict[tuple[str, str], float] = {}
 
     def sink(e: HostEvent) -> None:
@@ -340,6 +340,12 @@ def main(argv: list[str]) -> int:
         fake.reply_for = route
         b = Bench(Path(tmp), binary, fake)
         base_rss = rss_kib(os.getpid())
+        print(f"memory, measured first (this process RSS before anything: {base_rss / 1024:.1f} MiB):")
+        for n in (2, 8, 16):
+            m = memory(b, n)
+            print(f"  {n:2} concurrent turns: host RSS {m['host'] / 1024:6.1f} MiB; codex "
+                  f"children {m['children'] / 1024:7.1f} MiB in all, {m['each'] / 1024:.1f} MiB "
+                  f"each (host = {m['host'] / max(m['children'], 1):.2f}x the children)")
         bare_task, bare_turn = asyncio.run(bare_tasks(b, args.turns))
         host_task, host_turn, host_wall = host_tasks(b, args.turns)
         bt, ht = statistics.median(bare_task), statistics.median(host_task)
@@ -385,12 +391,6 @@ def main(argv: list[str]) -> int:
               + ("the store has leases, but this bench does not kill hosts yet)" if leases
                  else "the store has no leases in this build)"))
 
-        print(f"memory (this process RSS before anything: {base_rss / 1024:.1f} MiB):")
-        for n in (2, 8, 16):
-            m = memory(b, n)
-            print(f"  {n:2} concurrent turns: host RSS {m['host'] / 1024:6.1f} MiB; codex "
-                  f"children {m['children'] / 1024:7.1f} MiB in all, {m['each'] / 1024:.1f} MiB "
-                  f"each (host = {m['host'] / max(m['children'], 1):.2f}x the children)")
     return 0
 
 

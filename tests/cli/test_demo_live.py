@@ -67,3 +67,20 @@ def test_demo_live_without_a_codex_binary_says_how_to_install_it(tmp_path: Path)
         "demo --live needs the pinned Codex CLI: run `make demo-live` (it installs it with "
         "scripts/install_codex.sh), or pass --codex-bin / set MARKERTOOLS_CODEX_BIN"
     ]
+
+
+@pytest.mark.rule("WRK-1")
+def test_demo_live_keep_refuses_an_existing_directory(tmp_path: Path) -> None:
+    env = _env(MARKERTOOLS_CODEX_BIN=codex_bin())
+    done = subprocess.run(
+        [sys.executable, "-m", "markertools", "demo", "--live", "--keep", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"--keep {tmp_path}: already exists (the demo only writes new files)"
+    ]
+    assert list(tmp_path.iterdir()) == []
