@@ -84,3 +84,18 @@ def test_demo_live_keep_refuses_an_existing_directory(tmp_path: Path) -> None:
         f"--keep {tmp_path}: already exists (the demo only writes new files)"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.rule("WRK-1")
+def test_demo_live_refuses_the_canned_demos_options(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "markertools", "demo", "--live", "--json"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert "--live: --json, --print-turn and --print-world belong to the canned demo" in (
+        done.stderr
+    )

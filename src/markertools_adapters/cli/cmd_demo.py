@@ -138,13 +138,15 @@ def demo_command(
     """Deliver a bundled turn against a bundled world, end to end (start here).
 
     Prints the report queued for the sender and what changed in the world."""
-    if print_turn or print_world:
-        sys.stdout.write(demo_turn() if print_turn else bundled_text(WORLD_RESOURCE))
-        return
     if live:
+        if as_json or print_turn or print_world:
+            fail("--live: --json, --print-turn and --print-world belong to the canned demo")
         from markertools_adapters.cli._demo_live import main_live
 
         raise typer.Exit(main_live(codex_bin, keep))
+    if print_turn or print_world:
+        sys.stdout.write(demo_turn() if print_turn else bundled_text(WORLD_RESOURCE))
+        return
     if locale not in LOCALES:
         fail(f"--locale {locale!r}: expected one of {', '.join(LOCALES)}")
     from markertools_adapters.cli.cmd_deliver import deliver_json, human_output
