@@ -73,7 +73,9 @@ def lead_reply(last: str) -> str:
         )
     if "created task" in last:
         ids = _task_ids(last)
-        return _fence("wait-threads", {"task_ids": ids, "timeout_seconds": 120})
+        return _fence(
+            "wait-threads", {"task_ids": ids, "interval_seconds": 1, "timeout_seconds": 120}
+        )
     return FINAL_ANSWER
 
 
