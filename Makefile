@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck rules pytest bench dist clean view-images
+.PHONY: demo demo-live test lint typecheck rules pytest bench dist clean view-images
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ $(VENV)/.installed: pyproject.toml
 
 demo: $(VENV)/.installed
 	$(BIN)/markertools demo
+
+# The worker story on the real pinned Codex CLI (installed under .cache/codex first), offline.
+demo-live: $(VENV)/.installed
+	$(BIN)/markertools demo --live --codex-bin "$$(scripts/install_codex.sh)"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench examples scripts

@@ -25,6 +25,7 @@ BENCHES = (
     ("bench_cli_deliver.py", True),
     ("bench_import.py", True),
     ("bench_dots.py", False),
+    ("bench_worker.py", True),
     ("bench_views.py", True),
     ("bench_tools.py", True),
 )

@@ -38,13 +38,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # only shrink: once a test names one of these ids, the check fails until it is removed here.
 NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
     {
-        # the worker host (issue 29, i29-host) tests these; the store side of WRK-6, 7, 8
-        # and 10 is tested by the contract suite
-        "WRK-1",
-        "WRK-2",
-        "WRK-3",
-        "WRK-4",
-        "WRK-5",
         "WRK-9",
     }
 )

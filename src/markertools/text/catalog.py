@@ -25,6 +25,7 @@ from markertools.text import (
     messages_todos,
     messages_tools,
     messages_toolserver,
+    messages_worker,
 )
 
 _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
@@ -43,6 +44,7 @@ _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
     messages_tools.MESSAGES,
     messages_toolserver.MESSAGES,
     messages_schedule.MESSAGES,
+    messages_worker.MESSAGES,
 )
 
 

@@ -43,6 +43,7 @@ COMMAND_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "dots": ("cmd_dots", "cmd_dots_serve", "cmd_dots_view"),
     "view": ("cmd_view",),
     "tools": ("cmd_tools",),
+    "worker": ("cmd_worker",),
 }
 
 

@@ -11,6 +11,7 @@
 # Invariants:
 #   Rule 1: the demo uses the same library calls as `deliver --world` (deliver_turn over
 #           store_ports(SqliteStore)); it is a showcase, not a second code path.
+#   Rule 3: `--live` is the worker story on the real Codex CLI (cli/_demo_live.py).
 #   Rule 2: `--keep PATH` writes the resulting database to a NEW file (an existing PATH
 #           is refused before anything runs) so `world dump --db PATH` can inspect it.
 from __future__ import annotations
@@ -121,10 +122,28 @@ def demo_command(
     print_world: Annotated[
         bool, typer.Option("--print-world", help="Print the bundled world file and exit.")
     ] = False,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="Run a lead task and its two children on the real Codex CLI, offline, "
+            "with the worker host (--keep is then a NEW directory).",
+        ),
+    ] = False,
+    codex_bin: Annotated[
+        str | None,
+        typer.Option("--codex-bin", help="--live: the codex executable (default: pinned install)."),
+    ] = None,
 ) -> None:
     """Deliver a bundled turn against a bundled world, end to end (start here).
 
     Prints the report queued for the sender and what changed in the world."""
+    if live:
+        if as_json or print_turn or print_world:
+            fail("--live: --json, --print-turn and --print-world belong to the canned demo")
+        from markertools_adapters.cli._demo_live import main_live
+
+        raise typer.Exit(main_live(codex_bin, keep))
     if print_turn or print_world:
         sys.stdout.write(demo_turn() if print_turn else bundled_text(WORLD_RESOURCE))
         return

@@ -166,20 +166,33 @@ class CodexWorker:
             return client
 
     async def open_thread(
-        self, *, cwd: str, sandbox: str, model: str | None, resume: str | None
+        self,
+        *,
+        cwd: str,
+        sandbox: str,
+        model: str | None,
+        resume: str | None,
+        config: Json | None = None,
     ) -> str:
         """The role's thread in this process: started, or resumed (`resume` = its id)
-        with this plan's cwd, sandbox and approval policy applied again (DOT-3)."""
+        with this plan's cwd, sandbox and approval policy applied again (DOT-3).
+        `config`: Codex configuration overrides for the thread (the worker host's MCP
+        server, WRK-9)."""
         client = await self.ensure()
         if self.thread_id is not None:
             return self.thread_id
         if resume is not None:
             result = await client.thread_resume(
-                resume, cwd=cwd, sandbox=sandbox, approvalPolicy=APPROVAL_POLICY, model=model
+                resume,
+                cwd=cwd,
+                sandbox=sandbox,
+                approvalPolicy=APPROVAL_POLICY,
+                model=model,
+                config=config,
             )
         else:
             result = await client.thread_start(
-                cwd, sandbox=sandbox, approval_policy=APPROVAL_POLICY, model=model
+                cwd, sandbox=sandbox, approval_policy=APPROVAL_POLICY, model=model, config=config
             )
         thread = result.get("thread")
         tid = thread.get("id") if isinstance(thread, dict) else None

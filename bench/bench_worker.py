@@ -1,0 +1,398 @@
+"""The worker host (issue 29, WRK-1..10) against the real pinned Codex binary offline
+(the fake Responses server in this process):
+
+1. Overhead per task / turn: one-turn tasks run one after another by a `WorkerHost`
+   (claim -> task directory -> codex app-server -> thread/start -> turn -> delivery ->
+   finish) against the same work driven with the bare `AppServerClient` (spawn,
+   initialize, thread/start, turn/start, wait turn/completed, close), same binary, same
+   fake model, same run; and the turn alone (turn_started..turn_ended events against
+   turn/start..turn/completed on a kept client).
+2. Throughput: N one-turn tasks queued at once, run by 1, 2, 3 hosts (one process, own
+   store connections) on PostgreSQL and 1 host on SQLite: tasks/s, p50/p99 of
+   queue-to-start (task created -> claimed).
+3. Cancel -> process group gone (SQLite, PostgreSQL): a store transition from another
+   connection while the turn hangs, until the task's codex process group no longer
+   exists. Recovery after kill -9 is measured only when the store has leases.
+4. Memory (measured first, in a fresh process): this process's RSS with 2 / 8 / 16 concurrent hanging turns beside the codex
+   children's own RSS.
+
+    MARKERTOOLS_PG_DSN=... .venv/bin/python bench/bench_worker.py [--tasks N] [--quick]
+    (scripts/with_postgres.sh sets the DSN; without it the PostgreSQL rows are skipped.
+     MARKERTOOLS_CODEX_BIN: the codex binary; default scripts/install_codex.sh)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+from markertools import Project, Quota, Task, TaskChange  # noqa: E402
+from markertools_adapters._procgroups import group_alive  # noqa: E402
+from markertools_adapters.codex.client import AppServerClient  # noqa: E402
+from markertools_adapters.codex.fakemodel import (  # noqa: E402
+    FakeResponses,
+    Hang,
+    Text,
+    request_texts,
+)
+from markertools_adapters.codex.offline import codex_env, make_codex_home  # noqa: E402
+from markertools_adapters.opener import connect  # noqa: E402
+from markertools_adapters.worker import HostEvent, WorkerHost, WorkerSettings  # noqa: E402
+from markertools_adapters.worker.dirs import LAYOUT  # noqa: E402
+from markertools_adapters.worktrees import WorktreeFiles  # noqa: E402
+
+PROJECT = "p1"
+USER = "alice"
+
+
+def codex_bin() -> str:
+    path = os.environ.get("MARKERTOOLS_CODEX_BIN")
+    if path:
+        return path
+    return subprocess.run(
+        [str(ROOT / "scripts" / "install_codex.sh")], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def group_rss_kib(pgid: int) -> int:
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    total += rss_kib(int(entry.name))
+            except OSError:
+                continue
+    return total
+
+
+def route(body: Any) -> Any:
+    return Hang() if any("[hang]" in t for t in request_texts(body)) else Text("done")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Bench:
+    def __init__(self, tmp: Path, binary: str, fake: FakeResponses) -> None:
+        self.tmp = tmp
+        self.binary = binary
+        self.fake = fake
+        home = tmp / "codex-home"
+        make_codex_home(home, fake.base_url, models=["fake-model"])
+        self.env = codex_env(home)
+        self.n = 0
+
+    @contextmanager
+    def store(self, kind: str, host: str = "h1", schema: str | None = None) -> Iterator[Any]:
+        root = self.tmp / "worktrees"
+        root.mkdir(exist_ok=True)
+        files = WorktreeFiles(root, host, layout=LAYOUT)
+        if kind == "sqlite":
+            store = connect(self.tmp / "w.db", executor="noop", files=files)
+        else:
+            store = connect(os.environ["MARKERTOOLS_PG_DSN"], executor="noop", files=files,
+                            schema=schema)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def fresh(self, kind: str) -> tuple[str, str | None]:
+        """A new empty database (SQLite file / PostgreSQL schema) with p1, alice."""
+        self.n += 1
+        schema = None
+        if kind == "sqlite":
+            db = self.tmp / "w.db"
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
+        else:
+            schema = f"mt_bench_{os.getpid()}_{self.n}"
+        with self.store(kind, schema=schema) as store:
+            store.put_project(Project(PROJECT, "bench"))
+            store.set_permissions(USER, PROJECT, ["read", "create_task"])
+            store.put_quota(Quota(USER, total_usd=1e9))
+        return kind, schema
+
+    def drop(self, schema: str | None) -> None:
+        if schema is None:
+            return
+        import psycopg
+
+        with psycopg.connect(os.environ["MARKERTOOLS_PG_DSN"], autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+    def settings(self, host: str, **kw: Any) -> WorkerSettings:
+        kw.setdefault("until_idle", True)
+        kw.setdefault("poll_seconds", 0.05)
+        return WorkerSettings(project=PROJECT, host=host, codex_bin=self.binary,
+                              codex_env=self.env, worktrees=self.tmp / "worktrees",
+                              request_timeout=60.0, grace_seconds=1.0, **kw)
+
+
+def add_tasks(store: Any, n: int, prompt: str = "work", prefix: str = "t") -> None:
+    now = time.time()
+    for k in range(n):
+        store.insert_task(Task(f"{prefix}-{k:04d}", PROJECT, status="queued", prompt=prompt,
+                               created_by=USER, created_at=now))
+
+
+# ---- 1. overhead ----------------------------------------------------------------------
+
+
+async def bare_tasks(b: Bench, n: int) -> tuple[list[float], list[float]]:
+    """(per task: spawn..close, per turn: turn/start..turn/completed)"""
+    tasks, turns = [], []
+    for k in range(n):
+        cwd = b.tmp / "bare" / str(k)
+        cwd.mkdir(parents=True)
+        t0 = time.perf_counter()
+        client = AppServerClient(b.binary, env=b.env, cwd=str(cwd), queue_events=True)
+        await client.start()
+        await client.initialize({"name": "bench", "version": "0"})
+        thread = (await client.thread_start(str(cwd), sandbox="workspace-write",
+                                            approval_policy="never"))["thread"]["id"]
+        t1 = time.perf_counter()
+        await client.turn_start(thread, "work")
+        await client.wait_for(lambda m: m.get("method") == "turn/completed", 30)
+        turns.append(time.perf_counter() - t1)
+        await client.close()
+        tasks.append(time.perf_counter() - t0)
+    return tasks, turns
+
+
+def host_tasks(b: Bench, n: int) -> tuple[list[float], list[float], float]:
+    """(per task: claimed..finished, per turn: turn_started..turn_ended, wall / task)"""
+    b.fresh("sqlite")
+    marks: dict[tuple[str, str], float] = {}
+
+    def sink(e: HostEvent) -> None:
+        marks[(e.task_id, e.kind)] = time.perf_counter()
+
+    with b.store("sqlite") as store:
+        for k in range(n):  # one after another: created_at orders the claims
+            store.insert_task(Task(f"t-{k:04d}", PROJECT, status="queued", prompt="work",
+                                   created_by=USER, created_at=float(k)))
+        host = WorkerHost(b.settings("h1", max_concurrent=1), store, sinks=[sink])
+        t0 = time.perf_counter()
+        asyncio.run(host.run())
+        wall = time.perf_counter() - t0
+    ids = sorted({t for t, _ in marks})
+    tasks = [marks[(t, "finished")] - marks[(t, "claimed")] for t in ids]
+    turns = [marks[(t, "turn_ended")] - marks[(t, "turn_started")] for t in ids]
+    return tasks, turns, wall / n
+
+
+# ---- 2. throughput ----------------------------------------------------------------------
+
+
+def throughput(b: Bench, kind: str, hosts: int, n: int, per_host: int) -> dict[str, float]:
+    _, schema = b.fresh(kind)
+    claimed: dict[str, float] = {}
+    try:
+        with b.store(kind, schema=schema) as store:
+            add_tasks(store, n)
+            created = {t.id: t.created_at for t in
+                       store.list_tasks(PROJECT, status="queued", q=None, limit=n + 1).rows}
+
+        def sink(e: HostEvent) -> None:
+            if e.kind == "claimed":
+                claimed[e.task_id] = e.at
+
+        async def run_all(stores: list[Any]) -> None:
+            runners = [WorkerHost(b.settings(f"h{i}", max_concurrent=per_host), s, sinks=[sink])
+                       for i, s in enumerate(stores)]
+            async with asyncio.TaskGroup() as tg:
+                for r in runners:
+                    tg.create_task(r.run())
+
+        stores = [b.store(kind, f"h{i}", schema=schema) for i in range(hosts)]
+        opened = [cm.__enter__() for cm in stores]
+        try:
+            t0 = time.time()
+            asyncio.run(run_all(opened))
+            wall = time.time() - t0
+            done = opened[0].list_tasks(PROJECT, status=None, q=None, limit=1).counts
+        finally:
+            for cm in stores:
+                cm.__exit__(None, None, None)
+    finally:
+        b.drop(schema)
+    lat = [claimed[t] - created[t] for t in claimed]
+    return {"tps": n / wall, "p50": pct(lat, 0.5), "p99": pct(lat, 0.99), "wall": wall,
+            "completed": float(dict(done).get("completed", 0)), "claims": float(len(claimed))}
+
+
+# ---- 3. cancel ----------------------------------------------------------------------------
+
+
+def cancel_latency(b: Bench, kind: str, rounds: int) -> list[float]:
+    _, schema = b.fresh(kind)
+    out: list[float] = []
+    try:
+        with b.store(kind, schema=schema) as store, b.store(kind, "other", schema=schema) as other:
+            add_tasks(store, rounds, prompt="[hang] wait", prefix="c")
+            host = WorkerHost(b.settings("h1", max_concurrent=1), store)
+            started: dict[str, int] = {}
+            ready = threading.Event()
+
+            def sink(e: HostEvent) -> None:
+                if e.kind == "turn_started":
+                    started[e.task_id] = int(e.details["pgid"])
+                    ready.set()
+
+            host.sinks.append(sink)
+
+            def canceller() -> None:
+                for _ in range(rounds):
+                    if not ready.wait(60) or not b.fake.hanging.wait(60):
+                        return
+                    ready.clear()
+                    (task_id, pgid), = list(started.items())[-1:]
+                    other.transition_task(task_id, "running", TaskChange(
+                        status="interrupted", interrupted_reason="bench cancel"))
+                    t0 = time.perf_counter()
+                    deadline = t0 + 30
+                    while group_alive(pgid) and time.perf_counter() < deadline:
+                        time.sleep(0.001)
+                    out.append(time.perf_counter() - t0)
+
+            thread = threading.Thread(target=canceller)
+            thread.start()
+            asyncio.run(host.run())
+            thread.join(60)
+    finally:
+        b.drop(schema)
+    return out
+
+
+# ---- 4. memory ----------------------------------------------------------------------------
+
+
+def memory(b: Bench, n: int) -> dict[str, float]:
+    b.fresh("sqlite")
+    pgids: dict[str, int] = {}
+    with b.store("sqlite") as store:
+        add_tasks(store, n, prompt="[hang] wait", prefix=f"m{n}")
+        host = WorkerHost(b.settings("h1", max_concurrent=n, until_idle=False), store)
+        result: dict[str, float] = {}
+
+        def sink(e: HostEvent) -> None:
+            if e.kind == "turn_started":
+                pgids[e.task_id] = int(e.details["pgid"])
+
+        host.sinks.append(sink)
+
+        async def go() -> None:
+            task = asyncio.ensure_future(host.run())
+            async with asyncio.timeout(120):
+                while len(pgids) < n:
+                    await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)
+            children = [group_rss_kib(p) for p in pgids.values()]
+            result.update(host=rss_kib(os.getpid()), children=sum(children),
+                          each=statistics.median(children))
+            host.stop()
+            b.fake.release_hangs()
+            await task
+
+        asyncio.run(go())
+        b.fake._release.clear()  # the next Hang holds again
+    return result
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.tasks, args.turns = 20, 5
+    pg = bool(os.environ.get("MARKERTOOLS_PG_DSN"))
+    binary = codex_bin()
+    with tempfile.TemporaryDirectory() as tmp, FakeResponses(default_reply=None) as fake:
+        fake.reply_for = route
+        b = Bench(Path(tmp), binary, fake)
+        base_rss = rss_kib(os.getpid())
+        print(f"memory, measured first (this process RSS before anything: {base_rss / 1024:.1f} MiB):")
+        for n in (2, 8, 16):
+            m = memory(b, n)
+            print(f"  {n:2} concurrent turns: host RSS {m['host'] / 1024:6.1f} MiB; codex "
+                  f"children {m['children'] / 1024:7.1f} MiB in all, {m['each'] / 1024:.1f} MiB "
+                  f"each (host = {m['host'] / max(m['children'], 1):.2f}x the children)")
+        bare_task, bare_turn = asyncio.run(bare_tasks(b, args.turns))
+        host_task, host_turn, host_wall = host_tasks(b, args.turns)
+        bt, ht = statistics.median(bare_task), statistics.median(host_task)
+        bu, hu = statistics.median(bare_turn), statistics.median(host_turn)
+        over = (host_wall - bt) * 1000
+        print(f"one-turn tasks, {args.turns} each, one at a time, medians (same binary, same fake):")
+        print(f"  bare client task (spawn..turn/completed..close)  {bt * 1000:8.1f} ms")
+        print(f"  host task (claimed..finished event)              {ht * 1000:8.1f} ms   "
+              f"ratio {ht / bt:.2f}x bare")
+        print(f"  host wall per task (incl. claim, idle check)     {host_wall * 1000:8.1f} ms   "
+              f"ratio {host_wall / bt:.2f}x bare")
+        print(f"  bare turn (turn/start..turn/completed)           {bu * 1000:8.1f} ms")
+        print(f"  host turn (turn_started..turn_ended event)       {hu * 1000:8.1f} ms   "
+              f"ratio {hu / bu:.2f}x bare")
+        print(f"  host overhead per one-turn task {over:.1f} ms; goal <= 1.2x and <= 10 ms: "
+              f"{'met' if host_wall / bt <= 1.2 and over <= 10 else 'MISSED'}")
+
+        per_host = 4
+        print(f"throughput: {args.tasks} one-turn tasks queued at once, max_concurrent "
+              f"{per_host} per host (one process, own store connections):")
+        rows = [("sqlite", 1)] + ([("postgres", h) for h in (1, 2, 3)] if pg else [])
+        first = None
+        for kind, hosts in rows:
+            r = throughput(b, kind, hosts, args.tasks, per_host)
+            first = first or r["tps"]
+            print(f"  {kind:8} {hosts} host(s): {r['tps']:6.2f} tasks/s ({r['tps'] / first:.2f}x "
+                  f"sqlite/1), queue-to-start p50 {r['p50']:6.2f} s p99 {r['p99']:6.2f} s, "
+                  f"{int(r['completed'])}/{args.tasks} completed, {int(r['claims'])} claims")
+        if not pg:
+            print("  postgres: not measured (MARKERTOOLS_PG_DSN unset)")
+
+        rounds = 3 if args.quick else 10
+        for kind in ["sqlite"] + (["postgres"] if pg else []):
+            lat = cancel_latency(b, kind, rounds)
+            if lat:
+                print(f"cancel -> process group gone, {kind}, {len(lat)} rounds: median "
+                      f"{statistics.median(lat) * 1000:.0f} ms, max {max(lat) * 1000:.0f} ms")
+            else:
+                print(f"cancel -> process group gone, {kind}: no round completed")
+        with b.store("sqlite") as probe:
+            leases = callable(getattr(probe, "renew_leases", None))
+        print("recovery after kill -9: not measured ("
+              + ("the store has leases, but this bench does not kill hosts yet)" if leases
+                 else "the store has no leases in this build)"))
+
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,66 @@
+# Owns: catalogue rows of the worker host (`markertools_adapters.worker`, WRK-*): the
+# reasons a task ends with when its host stops it, the goal-round texts sent to the
+# agent, and the lines of `markertools worker run` / `worker status`. Keys are prefixed
+# `worker.`; every row has `en` and `zh`.
+from __future__ import annotations
+
+from typing import Final
+
+MESSAGES: Final[dict[str, dict[str, str]]] = {
+    # why a task ended (WRK-3, WRK-4, WRK-5)
+    "worker.request_declined": {
+        "en": "the agent asked for {request} ({summary}); the worker host declines every "
+        "approval and input request, so the turn was interrupted",
+        "zh": "智能体请求了{request}（{summary}）；工作主机拒绝所有审批和输入请求，因此本轮已中断",
+    },
+    "worker.turn_failed": {"en": "the turn failed: {detail}", "zh": "本轮失败：{detail}"},
+    "worker.turn_interrupted": {
+        "en": "the turn was interrupted: {detail}",
+        "zh": "本轮被中断：{detail}",
+    },
+    "worker.app_server_exited": {
+        "en": "the codex app-server ended during the turn ({detail})",
+        "zh": "codex app-server 在本轮中结束（{detail}）",
+    },
+    "worker.app_server_failed": {
+        "en": "the codex app-server could not run the task: {detail}",
+        "zh": "codex app-server 无法运行该任务：{detail}",
+    },
+    # goals (WRK-7)
+    "worker.goal_phrase": {"en": "GOAL REACHED", "zh": "目标已达成"},
+    "worker.goal_continue": {
+        "en": "Keep working toward the goal. When it is reached, end your answer with the "
+        "line: {phrase}",
+        "zh": "继续朝目标努力。目标达成后，请以这一行结束你的回答：{phrase}",
+    },
+    "worker.goal_round_limit": {
+        "en": "the goal was not reached within {rounds} goal rounds",
+        "zh": "在 {rounds} 轮目标轮次内未达成目标",
+    },
+    # quota (WRK-8, WRK-10)
+    "worker.quota_held": {
+        "en": "creator {user} has used ${used} of a ${total} quota",
+        "zh": "创建者 {user} 已用额度 ${used}，共 ${total}",
+    },
+    # the command (WRK-1, WRK-10)
+    "worker.missing_codex": {
+        "en": "codex binary not found: {path} (install the Codex CLI: npm install -g "
+        "@openai/codex, or give --codex-bin)",
+        "zh": "找不到 codex 程序：{path}（安装 Codex CLI：npm install -g @openai/codex，或使用 --codex-bin）",
+    },
+    "worker.status.tasks": {"en": "tasks: {counts}", "zh": "任务：{counts}"},
+    "worker.status.no_tasks": {"en": "tasks: none", "zh": "任务：无"},
+    "worker.status.host": {
+        "en": "host {host}: {n} running, lease until {until}",
+        "zh": "主机 {host}：运行中 {n} 个，租约到 {until}",
+    },
+    "worker.status.running": {
+        "en": "  {task_id}: turn {turn}, running for {elapsed} s",
+        "zh": "  {task_id}：第 {turn} 轮，已运行 {elapsed} 秒",
+    },
+    "worker.status.held": {
+        "en": "held by quota: {task_id} ({reason})",
+        "zh": "因额度暂停：{task_id}（{reason}）",
+    },
+    "worker.status.unknown": {"en": "unknown", "zh": "未知"},
+}

@@ -1,0 +1,277 @@
+# Owns: `markertools demo --live` - the root/children story on the REAL pinned Codex CLI,
+# offline: the bundled fake Responses model (`FakeResponses` + a router by the agent tag
+# in a task's prompt) answers; a lead task creates two children (api, docs), waits for
+# them with wait-threads and completes; the real `WorkerHost` runs all three on a
+# temporary SQLite database and task directories, in the terminal's live view; the end
+# prints `worker status` and what changed in the world.
+#
+# Must never: reach the network (the Codex home points at the local fake model only);
+# leave files behind unless `--keep DIR` asked for them; run without a Codex binary
+# (exit 2 with one line saying how to install it).
+#
+# Invariants:
+#   Rule 1: the demo is the worker host's own code path (WorkerHost over connect()), not a
+#           second implementation; only the model is fake.
+#   Rule 2: the Codex binary is --codex-bin, else MARKERTOOLS_CODEX_BIN, else the repo's
+#           pinned install under .cache/codex (scripts/install_codex.sh).
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, Final
+
+from markertools import Project, Quota, Task
+
+PROJECT: Final[str] = "demo"
+USER: Final[str] = "alice"
+HOST: Final[str] = "demo-host"
+LEAD: Final[str] = "t-lead"
+TAG: Final[re.Pattern[str]] = re.compile(r"\[agent:([a-z0-9_-]+)\]")
+TASK_ID: Final[re.Pattern[str]] = re.compile(r"\btask (t-[0-9a-f]+)\b")
+INSTALL_HINT: Final[str] = (
+    "demo --live needs the pinned Codex CLI: run `make demo-live` (it installs it with "
+    "scripts/install_codex.sh), or pass --codex-bin / set MARKERTOOLS_CODEX_BIN"
+)
+LEAD_PROMPT: Final[str] = "[agent:lead] Add a /health endpoint and document it."
+FINAL_ANSWER: Final[str] = "Both parts are done: the endpoint and its docs. Finished."
+
+
+def _fence(kind: str, body: dict[str, Any]) -> str:
+    return f"```{kind}\n{json.dumps(body)}\n```\n"
+
+
+def _task_ids(text: str) -> list[str]:
+    seen: list[str] = []
+    for tid in TASK_ID.findall(text):
+        if tid not in seen:
+            seen.append(tid)
+    return seen
+
+
+def lead_reply(last: str) -> str:
+    """The lead: split the work, then wait for the children, then finish."""
+    if "[agent:lead]" in last:
+        return (
+            "Two parts: the endpoint and its documentation.\n\n"
+            + _fence(
+                "task-create",
+                {"name": "api", "prompt": "[agent:api] Add GET /health returning 200."},
+            )
+            + _fence(
+                "task-create",
+                {"name": "docs", "prompt": "[agent:docs] Document GET /health in the README."},
+            )
+        )
+    if "created task" in last:
+        ids = _task_ids(last)
+        return _fence(
+            "wait-threads", {"task_ids": ids, "interval_seconds": 1, "timeout_seconds": 120}
+        )
+    return FINAL_ANSWER
+
+
+CHILD_ANSWERS: Final[dict[str, str]] = {
+    "api": 'GET /health added; it returns 200 with {"ok": true}.',
+    "docs": "README: a 'Health check' section documents GET /health.",
+}
+
+
+def route(body: Any) -> Any:
+    """`FakeResponses.reply_for`: the reply of the agent whose tag opens the conversation."""
+    from markertools_adapters.codex.fakemodel import Text, last_user_text, request_texts
+
+    texts = request_texts(body)
+    last = last_user_text(body) or ""
+    name = next((m.group(1) for t in texts for m in [TAG.search(t)] if m), "")
+    if name == "lead":
+        return Text(lead_reply(last))
+    return Text(CHILD_ANSWERS.get(name, f"(no script for {name!r}) done"))
+
+
+def find_codex(option: str | None) -> str | None:
+    """Rule 2: the runnable Codex binary, or None."""
+    candidates: list[Path] = []
+    for given in (option, os.environ.get("MARKERTOOLS_CODEX_BIN")):
+        if given:
+            candidates.append(Path(given))
+            break
+    else:
+        for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
+            candidates += sorted(
+                (root / ".cache" / "codex" / "node_modules").glob(
+                    "@openai/codex-*/vendor/*/bin/codex"
+                )
+            )
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    return None
+
+
+@contextmanager
+def _workdir(keep: Path | None) -> Iterator[Path]:
+    if keep is not None:
+        keep.mkdir(parents=True, mode=0o700)
+        yield keep
+        return
+    with tempfile.TemporaryDirectory(prefix="markertools-demo-") as tmp:
+        yield Path(tmp)
+
+
+class Story:
+    """Host events as the story's lines (a sink); children get their names."""
+
+    def __init__(self, say: Callable[[str], None], lookup: Callable[[str], Any]) -> None:
+        self.say = say
+        self.lookup = lookup  # task id -> Task | None (a child's name, on its claim)
+        self.names: dict[str, str] = {LEAD: "lead"}
+
+    def name(self, task_id: str) -> str:
+        return f"{task_id} ({self.names[task_id]})" if task_id in self.names else task_id
+
+    def __call__(self, event: Any) -> None:
+        d = event.details
+        if event.kind == "claimed" and event.task_id not in self.names:
+            task = self.lookup(event.task_id)
+            tag = TAG.search(task.prompt) if task is not None else None
+            if tag is not None:
+                self.names[event.task_id] = tag.group(1)
+        who = self.name(event.task_id)
+        if event.kind == "claimed":
+            self.say(f"{who}: claimed by host {HOST}")
+        elif event.kind == "turn_started":
+            self.say(f"{who}: turn {d.get('turn')} started on codex app-server")
+        elif event.kind == "delivered":
+            self.say(f"{who}: turn {d.get('turn')} delivered, {d.get('blocks', 0)} block(s)")
+        elif event.kind == "finished":
+            self.say(f"{who}: finished, {d.get('status')}")
+        elif event.kind in ("cancelled", "requeued", "lease_expired"):
+            self.say(f"{who}: {event.kind.replace('_', ' ')}")
+
+
+def run_live(codex_bin: str, *, keep: Path | None, out: IO[str], timeout: float = 300.0) -> int:
+    """The whole live demo; returns the exit code (0: the lead completed)."""
+    from markertools_adapters.codex.fakemodel import FakeResponses
+    from markertools_adapters.codex.offline import codex_env, make_codex_home
+    from markertools_adapters.opener import connect
+    from markertools_adapters.worker import (
+        RunningView,
+        WorkerHost,
+        WorkerSettings,
+        fleet_status,
+        status_lines,
+    )
+    from markertools_adapters.worker.dirs import LAYOUT
+    from markertools_adapters.worktrees import WorktreeFiles
+    from markertools_adapters.worlddiff import world_changes
+
+    def say(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    with _workdir(keep) as work, FakeResponses(default_reply=None) as fake:
+        fake.reply_for = route
+        home = work / "codex-home"
+        make_codex_home(home, fake.base_url, models=["fake-model"])
+        worktrees = work / "worktrees"
+        worktrees.mkdir(mode=0o700, exist_ok=True)
+        db = work / "demo.db"
+        store: Any = connect(
+            db, executor="noop", files=WorktreeFiles(worktrees, HOST, layout=LAYOUT)
+        )
+        try:
+            store.put_project(Project(PROJECT, "live demo"))
+            store.set_permissions(USER, PROJECT, ["read", "create_task"])
+            store.put_quota(Quota(USER, total_usd=10))
+            before = store.export_world(time.time())
+            store.insert_task(
+                Task(LEAD, PROJECT, status="queued", prompt=LEAD_PROMPT, created_by=USER)
+            )
+            say(
+                f"markertools demo --live: project {PROJECT!r} on a fresh SQLite database "
+                f"({'kept in ' + str(work) if keep else 'temporary'}); the real Codex CLI "
+                f"({codex_bin}) runs offline against the bundled fake model.\n"
+                f"Queued {LEAD}: {LEAD_PROMPT}\n"
+                "Watch: the lead creates two children (api, docs), waits for them with "
+                "wait-threads, then completes - each task in its own directory and thread.\n"
+            )
+            settings = WorkerSettings(
+                project=PROJECT,
+                host=HOST,
+                max_concurrent=3,
+                codex_bin=codex_bin,
+                codex_env=codex_env(home),
+                worktrees=worktrees,
+                until_idle=True,
+                poll_seconds=0.1,
+                request_timeout=60.0,
+                grace_seconds=5.0,
+            )
+            story = Story(say, store.get_task)
+            view = RunningView(HOST)
+            host = WorkerHost(settings, store, sinks=[view, story])
+            code = asyncio.run(_drive(host, view, story, out, timeout))
+            after = store.export_world(time.time())
+            lead = store.get_task(LEAD)
+            say("")
+            say(f"{LEAD} result: {lead.result_text if lead is not None else '?'}")
+            say("")
+            say("markertools worker status:")
+            for line in status_lines(fleet_status(store, PROJECT)):
+                say(f"  {line}")
+            say("")
+            changes = world_changes(before, after, virtual=False)
+            say("What changed:" if changes else "What changed: nothing")
+            for line in changes:
+                say(f"  {line}")
+            if keep is not None:
+                say(f"\nKept in {keep}: markertools world dump --db {db}")
+            ok = lead is not None and lead.status == "completed"
+            return code if code != 0 else (0 if ok else 1)
+        finally:
+            store.close()
+
+
+async def _drive(host: Any, view: Any, story: Story, out: IO[str], timeout: float) -> int:
+    loop = asyncio.get_running_loop()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, host.stop)
+    async with asyncio.timeout(timeout):
+        if not out.isatty():
+            return int(await host.run())
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console(file=out)
+        story.say = lambda line: console.print(line, markup=False, highlight=False)
+        with Live(view.table(), console=console, refresh_per_second=4) as live:
+            task = asyncio.ensure_future(host.run())
+            while not task.done():
+                live.update(view.table())
+                await asyncio.wait({task}, timeout=0.25)
+            live.update(view.table())
+            return int(task.result())
+
+
+def main_live(codex_option: str | None, keep: Path | None) -> int:
+    binary = find_codex(codex_option)
+    if binary is None:
+        sys.stderr.write(INSTALL_HINT + "\n")
+        return 2
+    if keep is not None and (keep.exists() or keep.is_symlink()):
+        sys.stderr.write(f"--keep {keep}: already exists (the demo only writes new files)\n")
+        return 2
+    return run_live(binary, keep=keep, out=sys.stdout)
+
+
+__all__ = ["find_codex", "main_live", "route", "run_live"]

@@ -1,0 +1,200 @@
+# Owns: `markertools worker run` and `markertools worker status` (docs/cli.md, WRK-1,
+# WRK-10). Thin: options -> `WorkerSettings` + an opened store -> `WorkerHost.run()` on
+# one event loop with SIGTERM / SIGINT handlers (stop: claim nothing more, grace, then
+# requeue); `status` -> `fleet_status` as text or the CLI.md JSON.
+#
+# Must never: start without a runnable Codex binary (exit 2, one line); create a
+# database (`--db` must already be a markertools one).
+#
+# Invariants:
+#   Rule 1: `--json-log` writes only JSON lines on stdout (one per host event); without
+#           it a terminal gets a live view of the running tasks, a pipe nothing.
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from markertools import msg
+from markertools_adapters.cli._app import UsageFailure, WordsTyper, app
+from markertools_adapters.cli._io import emit_json
+
+worker_app = WordsTyper(
+    help="Run a project's tasks on Codex (a worker host) and see the fleet (WRK-1..10).",
+    no_args_is_help=True,
+)
+app.add_typer(worker_app, name="worker")
+
+DbOption = Annotated[
+    str, typer.Option("--db", help="The database (a SQLite file or a postgresql:// URL).")
+]
+
+
+def _open(db: str, **kw: Any) -> Any:
+    from markertools_adapters.opener import connect
+    from markertools_adapters.stores import redact
+
+    try:
+        return connect(db, executor="noop", must_exist=True, **kw)
+    except Exception as exc:
+        raise UsageFailure(f"--db {redact(db)}: cannot open: {exc}") from None
+
+
+def _codex(path: str) -> str:
+    found = shutil.which(path) if os.sep not in path else path
+    if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise UsageFailure(msg("worker.missing_codex", path=path).render())
+    return found
+
+
+@worker_app.command("run")
+def run_command(
+    db: DbOption,
+    project: Annotated[str, typer.Option("--project", help="The project whose tasks to run.")],
+    host: Annotated[
+        str | None, typer.Option("--host", help="This host's name (default: the hostname).")
+    ] = None,
+    max_concurrent: Annotated[
+        int, typer.Option("--max-concurrent", min=1, max=16, help="Tasks at once (1-16).")
+    ] = 2,
+    codex_bin: Annotated[
+        str | None,
+        typer.Option("--codex-bin", help="The codex executable (default: codex on PATH)."),
+    ] = None,
+    worktrees: Annotated[
+        Path, typer.Option("--worktrees", help="Root of the task directories.")
+    ] = Path("worktrees"),
+    lease_seconds: Annotated[
+        float, typer.Option("--lease-seconds", min=0.1, help="Lease of a running task.")
+    ] = 60.0,
+    affinity_seconds: Annotated[
+        float,
+        typer.Option(
+            "--affinity-seconds", min=0, help="How long a requeued task waits for its old host."
+        ),
+    ] = 300.0,
+    prices: Annotated[
+        Path | None, typer.Option("--prices", help="JSON price table, USD per million tokens.")
+    ] = None,
+    max_goal_rounds: Annotated[
+        int, typer.Option("--max-goal-rounds", min=1, help="Goal rounds before stopping.")
+    ] = 20,
+    grace_seconds: Annotated[
+        float, typer.Option("--grace-seconds", min=0, help="Grace period on SIGTERM.")
+    ] = 30.0,
+    until_idle: Annotated[
+        bool, typer.Option("--until-idle", help="Exit once nothing is queued or running.")
+    ] = False,
+    json_log: Annotated[
+        bool, typer.Option("--json-log", help="One JSON line per event on stdout.")
+    ] = False,
+    tools: Annotated[
+        bool | None,
+        typer.Option(
+            "--tools/--no-tools",
+            help="Give every thread the markertools tools (default: when `tools serve` exists).",
+        ),
+    ] = None,
+) -> None:
+    """Claim the project's tasks and run each on its own codex app-server (WRK-1)."""
+    from markertools_adapters.worker import (
+        JsonLines,
+        PriceTable,
+        RunningView,
+        WorkerHost,
+        WorkerSettings,
+    )
+    from markertools_adapters.worker.dirs import LAYOUT
+    from markertools_adapters.worktrees import WorktreeFiles
+
+    binary = _codex(codex_bin or os.environ.get("MARKERTOOLS_CODEX_BIN") or "codex")
+    try:
+        table = PriceTable.load(prices) if prices is not None else PriceTable()
+    except ValueError as exc:
+        raise UsageFailure(f"--prices: {exc}") from None
+    fields: dict[str, Any] = {} if host is None else {"host": host}
+    settings = WorkerSettings(
+        project=project,
+        max_concurrent=max_concurrent,
+        codex_bin=binary,
+        worktrees=worktrees.absolute(),
+        lease_seconds=lease_seconds,
+        affinity_seconds=affinity_seconds,
+        prices=table,
+        max_goal_rounds=max_goal_rounds,
+        grace_seconds=grace_seconds,
+        until_idle=until_idle,
+        tools_command=_tools_command(db) if tools is not False else None,
+        **fields,
+    )
+    settings.worktrees.mkdir(mode=0o700, parents=True, exist_ok=True)
+    files = WorktreeFiles(settings.worktrees, settings.host, layout=LAYOUT)
+    store = _open(db, files=files)
+    try:
+        if store.get_project(project) is None:
+            raise UsageFailure(f"--project {project}: no such project")
+        sinks: list[Any] = []
+        view = None
+        if json_log:
+            sinks.append(JsonLines(sys.stdout))
+        elif sys.stdout.isatty():
+            view = RunningView(settings.host)
+            sinks.append(view)
+        code = asyncio.run(_run(WorkerHost(settings, store, sinks=sinks), view))
+    finally:
+        store.close()
+    raise typer.Exit(code)
+
+
+def _tools_command(db: str) -> tuple[str, ...] | None:
+    """WRK-9: the MCP server of the same-turn tools, when this install has it."""
+    from importlib.util import find_spec
+
+    if find_spec("markertools_adapters.cli.cmd_tools") is None:
+        return None
+    return (sys.executable, "-m", "markertools", "tools", "serve", "--db", db)
+
+
+async def _run(host: Any, view: Any) -> int:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, host.stop)
+    if view is None:
+        return int(await host.run())
+    from rich.live import Live
+
+    with Live(view.table(), refresh_per_second=2) as live:
+        task = asyncio.ensure_future(host.run())
+        while not task.done():
+            live.update(view.table())
+            await asyncio.wait({task}, timeout=0.5)
+        return int(task.result())
+
+
+@worker_app.command("status")
+def status_command(
+    db: DbOption,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Only this project's tasks.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The CLI.md JSON.")] = False,
+) -> None:
+    """Tasks per status, hosts and their running tasks, tasks held back by quota (WRK-10)."""
+    from markertools_adapters.worker import fleet_status, status_lines
+
+    store = _open(db)
+    try:
+        status = fleet_status(store, project)
+    finally:
+        store.close()
+    if as_json:
+        emit_json(status)
+        return
+    for line in status_lines(status):
+        typer.echo(line)

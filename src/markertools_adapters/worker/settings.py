@@ -1,0 +1,143 @@
+# Owns: `WorkerSettings`, everything one worker host is told (WRK-1): the project, its
+# host name, how many tasks at once, the Codex binary and its environment, the worktree
+# root, lease and grace times, the price table and the goal-round limit; and
+# `PriceTable`, USD per million tokens by model, read from a JSON file (WRK-8).
+#
+# Must never: price a model the table does not name (its tokens stay unpriced, never $0).
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Final
+
+from markertools import TurnCost
+
+MAX_CONCURRENT_RANGE: Final[tuple[int, int]] = (1, 16)
+_PRICE_KEYS: Final[tuple[str, ...]] = ("input", "cached_input", "output")
+_MILLION: Final[Decimal] = Decimal(1_000_000)
+
+
+def default_host() -> str:
+    """The machine's host name (the default `--host`)."""
+    return socket.gethostname() or "worker"
+
+
+def machine_id() -> str:
+    """This machine: /etc/machine-id, else the host name (WRK-6 compares it before ending
+    a dead host's process group)."""
+    try:
+        text = Path("/etc/machine-id").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    return text or default_host()
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """One turn's tokens, from Codex `thread/tokenUsage/updated` (`last`)."""
+
+    input: int = 0
+    cached_input: int = 0
+    output: int = 0
+    total: int = 0
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """USD per million tokens by model: `{"gpt-5": {"input": 1.25, "cached_input":
+    0.125, "output": 10}}` (a missing `cached_input` is priced as `input`)."""
+
+    models: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path | str) -> PriceTable:
+        """Read a price file; ValueError naming what is wrong."""
+        try:
+            raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"price file {str(path)!r}: {exc}") from None
+        return cls.from_json(raw, str(path))
+
+    @classmethod
+    def from_json(cls, raw: object, label: str = "prices") -> PriceTable:
+        if not isinstance(raw, dict):
+            raise ValueError(f"{label}: expected an object of models")
+        models: dict[str, dict[str, Decimal]] = {}
+        for model, prices in raw.items():
+            if not isinstance(prices, dict):
+                raise ValueError(f"{label}: {model}: expected an object of prices")
+            row: dict[str, Decimal] = {}
+            for key, value in prices.items():
+                if key not in _PRICE_KEYS:
+                    raise ValueError(f"{label}: {model}: unknown price {key!r}")
+                try:
+                    amount = Decimal(str(value))
+                except InvalidOperation:
+                    raise ValueError(f"{label}: {model}.{key}: not a number") from None
+                if isinstance(value, bool) or not amount.is_finite() or amount < 0:
+                    raise ValueError(f"{label}: {model}.{key}: not a price")
+                row[key] = amount
+            if "input" not in row or "output" not in row:
+                raise ValueError(f"{label}: {model}: needs input and output prices")
+            models[str(model)] = row
+        return cls(models)
+
+    def cost(self, model: str | None, usage: TokenUsage) -> TurnCost:
+        """The turn's cost: priced when the table names the model, else unpriced."""
+        prices = self.models.get(model or "")
+        if prices is None:
+            return TurnCost(None, usage.total, estimated=False, priced=False)
+        uncached = max(usage.input - usage.cached_input, 0)
+        usd = (
+            uncached * prices["input"]
+            + usage.cached_input * prices.get("cached_input", prices["input"])
+            + usage.output * prices["output"]
+        ) / _MILLION
+        return TurnCost(usd.quantize(Decimal("0.000001")), usage.total)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """One host's settings (`markertools worker run` options, WRK-1)."""
+
+    project: str
+    host: str = field(default_factory=default_host)
+    max_concurrent: int = 2
+    codex_bin: str = "codex"
+    codex_args: tuple[str, ...] = ("app-server",)
+    codex_env: Mapping[str, str] | None = None  # None: this process's environment
+    worktrees: Path = field(default_factory=lambda: Path.cwd() / "worktrees")
+    lease_seconds: float = 60.0
+    affinity_seconds: float = 300.0
+    grace_seconds: float = 30.0
+    poll_seconds: float = 0.5  # idle claim loop and cancel watch on SQLite
+    prices: PriceTable = field(default_factory=PriceTable)
+    max_goal_rounds: int = 20
+    until_idle: bool = False
+    locale: str = "en"
+    request_timeout: float = 60.0
+    machine: str = field(default_factory=machine_id)
+    # WRK-9: the argv of the same-turn tools' MCP server (`markertools tools serve --db
+    # URL`); None: threads get no markertools tools
+    tools_command: tuple[str, ...] | None = None
+    tools_ready_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        low, high = MAX_CONCURRENT_RANGE
+        if not low <= self.max_concurrent <= high:
+            raise ValueError(f"max_concurrent must be {low}-{high}, got {self.max_concurrent}")
+        if self.lease_seconds <= 0:
+            raise ValueError("lease_seconds must be positive")
+        if self.max_goal_rounds < 1:
+            raise ValueError("max_goal_rounds must be at least 1")
+
+    def child_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment of a task's app-server."""
+        env = dict(os.environ if self.codex_env is None else self.codex_env)
+        env.update(extra or {})
+        return env

@@ -1,0 +1,167 @@
+"""`markertools worker run` as a process: SIGTERM requeues a running task as a platform
+interruption and a new host finishes it with the resume preamble (WRK-1); a missing
+codex binary is one line and exit 2; `worker status` text and JSON (WRK-10)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from support.cli import EXE, cli, one_line_failure
+from support.worker import add_task, routed, run_host, settings_for, worker_store
+
+from markertools_adapters.codex.fakemodel import Hang, Text
+from markertools_adapters.worker import WorkerHost
+
+
+def _host_process(codex, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
+    env = dict(codex.env)
+    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+    return subprocess.Popen(
+        [
+            str(EXE),
+            "worker",
+            "run",
+            "--db",
+            str(tmp_path / "w.db"),
+            "--project",
+            "p1",
+            "--host",
+            "h1",
+            "--codex-bin",
+            codex.binary,
+            "--worktrees",
+            str(tmp_path / "worktrees"),
+            "--json-log",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _events_until(proc: subprocess.Popen[str], kind: str) -> list[dict]:
+    seen: list[dict] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:  # bounded: the process ends at the latest when the test kills it
+        seen.append(json.loads(line))
+        if seen[-1]["event"] == kind:
+            return seen
+    raise AssertionError(f"no {kind} event: {seen}")
+
+
+@pytest.mark.rule("WRK-1")
+def test_sigterm_requeues_the_running_task_and_a_new_host_finishes_it(
+    offline_codex, tmp_path: Path
+) -> None:
+    router = routed(offline_codex)
+    router.on("long", lambda last, texts: Hang())
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-long", "[agent:long] a long job")
+        proc = _host_process(offline_codex, tmp_path, "--grace-seconds", "0.5")
+        try:
+            _events_until(proc, "turn_started")
+            assert offline_codex.fake.hanging.wait(20)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, err
+        events = [json.loads(line) for line in out.splitlines()]
+        assert [e["event"] for e in events][-2:] == ["turn_ended", "requeued"]
+        task = store.get_task("t-long")
+        assert task.status == "queued"
+        (attempt,) = store.list_attempts("t-long")
+        assert attempt.kind == "platform_fresh"
+        # a new host: the same task runs again from its prompt, with the resume preamble
+        router.on("long", lambda last, texts: Text("finished after the restart"))
+        run_host(WorkerHost(settings_for(offline_codex, tmp_path), store))
+        task = store.get_task("t-long")
+        assert task.status == "completed"
+        assert task.result_text == "finished after the restart"
+        first = [last for name, last in router.calls if name == "long"][-1]
+        assert "[Resume notice: this task was restarted after a platform interruption]" in first
+        assert "[agent:long] a long job" in first
+
+
+@pytest.mark.rule("WRK-1")
+def test_a_missing_codex_binary_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    with worker_store("sqlite", tmp_path):
+        pass
+    done = cli(
+        "worker",
+        "run",
+        "--db",
+        str(tmp_path / "w.db"),
+        "--project",
+        "p1",
+        "--codex-bin",
+        str(tmp_path / "no-codex"),
+    )
+    one_line_failure(done, f"codex binary not found: {tmp_path / 'no-codex'}")
+
+
+@pytest.mark.rule("WRK-10")
+def test_worker_status_text_and_json(tmp_path: Path) -> None:
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-1", "one")
+        add_task(store, "t-2", "two")
+        store.claim_task("p1", "h1")
+    done = cli("worker", "status", "--db", str(tmp_path / "w.db"), "--project", "p1", "--json")
+    assert done.returncode == 0, done.stderr
+    status = json.loads(done.stdout)
+    assert status["tasks"] == {"queued": 1, "running": 1}
+    (host,) = status["hosts"]
+    assert host["host"] == "h1" and host["running"][0]["task_id"] == "t-1"
+    assert host["running"][0]["turn"] == 1
+    assert status["held_by_quota"] == []
+    text = cli("worker", "status", "--db", str(tmp_path / "w.db"), "--project", "p1").stdout
+    assert text.splitlines()[0] == "tasks: queued 1, running 1"
+    assert text.splitlines()[1].startswith("host h1: 1 running, lease until ")
+
+
+@pytest.mark.rule("WRK-10", "WRK-1")
+def test_a_terminal_shows_the_running_tasks_and_ctrl_c_requeues(
+    offline_codex, tmp_path: Path
+) -> None:
+    from support.terminal import markertools
+
+    router = routed(offline_codex)
+    router.on("live", lambda last, texts: Hang())
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-live", "[agent:live] watch me")
+        env = dict(offline_codex.env)
+        env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+        term = markertools(
+            "worker",
+            "run",
+            "--db",
+            str(tmp_path / "w.db"),
+            "--project",
+            "p1",
+            "--host",
+            "h1",
+            "--codex-bin",
+            offline_codex.binary,
+            "--worktrees",
+            str(tmp_path / "worktrees"),
+            "--grace-seconds",
+            "0.5",
+            "--no-tools",
+            env=env,
+        )
+        term.wait_for("markertools worker h1: 0 finished")
+        term.wait_for_pattern(r"t-live\W+1\W+turn running")
+        assert offline_codex.fake.hanging.wait(20)
+        term.ctrl_c()
+        assert term.exit_code() == 0
+        assert "Traceback" not in term.screen()
+        assert store.get_task("t-live").status == "queued"
