@@ -106,6 +106,7 @@ ALLOWED_OUTSIDE_THE_ROOT: Final[frozenset[str]] = frozenset(
         "markertools_adapters.codex._rollout._Shape",
         "markertools_adapters.codex._files._CorruptInput",
         "markertools_adapters.worktrees._Refusal",
+        "markertools_adapters.worker.run._Ended",  # control flow inside one TaskRun
     }
 )
 
