@@ -255,12 +255,7 @@ async def _drive(host: Any, view: Any, story: Story, out: IO[str], timeout: floa
         console = Console(file=out)
         story.say = lambda line: console.print(line, markup=False, highlight=False)
         with Live(view.table(), console=console, refresh_per_second=4) as live:
-            task = asyncio.ensure_future(host.run())
-            while not task.done():
-                live.update(view.table())
-                await asyncio.wait({task}, timeout=0.25)
-            live.update(view.table())
-            return int(task.result())
+            return int(await view.follow(host.run(), live, 0.25))
 
 
 def main_live(codex_option: str | None, keep: Path | None) -> int:

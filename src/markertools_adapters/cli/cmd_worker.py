@@ -170,11 +170,7 @@ async def _run(host: Any, view: Any) -> int:
     from rich.live import Live
 
     with Live(view.table(), refresh_per_second=2) as live:
-        task = asyncio.ensure_future(host.run())
-        while not task.done():
-            live.update(view.table())
-            await asyncio.wait({task}, timeout=0.5)
-        return int(task.result())
+        return int(await view.follow(host.run(), live, 0.5))
 
 
 @worker_app.command("status")

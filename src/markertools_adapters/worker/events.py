@@ -7,10 +7,11 @@
 # stream stops the log, never the tasks).
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
@@ -80,6 +81,21 @@ class RunningView:
         elif event.kind in ("finished", "cancelled", "requeued"):
             self.rows.pop(event.task_id, None)
             self.done += 1
+
+    async def follow(self, run: Coroutine[Any, Any, int], live: Any, period: float) -> int:
+        """Await the host's `run()` as a task of one TaskGroup (cancelled with its
+        caller, its exception raised as itself) while `live` shows `table()` every
+        `period` seconds; the last picture is drawn after the run ended."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                task = group.create_task(run)
+                while not task.done():
+                    live.update(self.table())
+                    await asyncio.wait({task}, timeout=period)
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+        live.update(self.table())
+        return int(task.result())
 
     def table(self) -> Any:
         from rich.table import Table
