@@ -53,6 +53,7 @@ so `except TimeoutError` or `except ValueError` still catches what it caught::
     ├── PermissionLookupTimeout            | TimeoutError permissions: the lookup did not answer
     ├── PermissionLookupError              | RuntimeError permissions: it answered a non-bool
     ├── NotLoopback                        | ValueError   tools: `--http` names no loopback address
+    ├── OutageTooLong                      a store stayed unavailable past --store-outage-seconds
     ├── UsageFailure                       cli: a usage error or unreadable input (exit 2)
     └── NotResumable                       cli: `dots run --resume` names no unfinished run
 
