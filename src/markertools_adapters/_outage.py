@@ -64,7 +64,7 @@ def backoff_delay(
     rng: Callable[[], float] = random.random,
 ) -> float:
     """Rule 1: the pause before try `attempt + 1` (attempt 0 = after the first failure)."""
-    ceiling = min(cap, base * (2 ** min(max(attempt, 0), 30)))
+    ceiling = float(min(cap, base * (2.0 ** min(max(attempt, 0), 30))))
     return max(0.0, min(ceiling, ceiling * rng()))
 
 
