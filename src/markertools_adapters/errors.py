@@ -67,9 +67,11 @@ from __future__ import annotations
 
 from typing import Final
 
+import markertools
 
-class MarkertoolsError(Exception):
-    """Root of every exception markertools_adapters raises on purpose (docs/errors.md)."""
+# FLT-8: the root is the core's (`markertools.MarkertoolsError`), so one `except` catches
+# what the core and the adapters raise; it is re-exported here for the older import path.
+MarkertoolsError = markertools.MarkertoolsError
 
 
 class StoreError(MarkertoolsError):
