@@ -170,7 +170,7 @@ def test_a_claim_of_another_task_or_a_store_that_cannot_fence_is_a_caller_error(
     claim = store.claim_task("p1", "A", now=NOW, lease_seconds=LEASE)
     ports = _ports(store)
     other = "t2" if claim.task.id == "t1" else "t1"
-    with pytest.raises(ValueError, match="claim is for task .*, not the sender"):
+    with pytest.raises(ValueError, match=r"claim is for task .*, not the sender"):
         deliver_turn(CREATE, sender=other, outcome="completed", ports=ports, claim=claim)
     with pytest.raises(ValueError, match=r"claim= needs a store that can fence"):
         deliver_turn(
@@ -244,7 +244,7 @@ def test_a_delivery_cut_off_is_pending_and_the_next_runner_completes_it(
 @pytest.mark.rule("FLT-2")
 def test_a_pending_turn_of_a_lost_claim_is_not_completed_by_it(make_store: MakeStore) -> None:
     store = make_store(_world(_task("t1")))
-    a, b = _taken_over(store)
+    a, _b = _taken_over(store)
     with pytest.raises(LeaseLost):
         recover_pending_turns(a, ports=_ports(store))
 
