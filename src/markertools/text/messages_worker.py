@@ -22,6 +22,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "the codex app-server ended during the turn ({detail})",
         "zh": "codex app-server 在本轮中结束（{detail}）",
     },
+    "worker.delivery_failed": {
+        "en": "the turn could not be delivered (the store answered but could not finish it): {detail}",
+        "zh": "该回合无法投递（存储有应答但无法完成）：{detail}",
+    },
     "worker.app_server_failed": {
         "en": "the codex app-server could not run the task: {detail}",
         "zh": "codex app-server 无法运行该任务：{detail}",

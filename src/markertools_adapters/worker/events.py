@@ -24,6 +24,11 @@ EVENT_KINDS: Final[tuple[str, ...]] = (
     "requeued",
     "lease_expired",
     "finished",
+    "lease_lost",  # FLT-1: the run stood down (another claim holds its task)
+    "waiting",  # FLT-5: its delivery waits outside the run slots
+    "parked",  # FLT-5: its idle app-server was stopped while it waits
+    "outage_began",  # FLT-3
+    "outage_ended",
 )
 
 

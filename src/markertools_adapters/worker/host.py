@@ -1,17 +1,24 @@
-# Owns: `WorkerHost`, one asyncio worker host (WRK-1, WRK-5, WRK-6): ONE `Background`
-# (a TaskGroup) owns all its background work - the claim loop (due automations, expired
-# leases, claims up to `max_concurrent`), one `TaskRun` per claimed task, lease renewal
-# and the cancel watch - and `stop()` (SIGTERM / SIGINT): claim nothing more, let
-# running turns end within the grace period, then interrupt and requeue the rest.
+# Owns: `WorkerHost`, one asyncio worker host (WRK-1, WRK-5, WRK-6, FLT-1, FLT-3, FLT-5):
+# ONE `Background` (a TaskGroup) owns all its background work - the claim loop (due
+# automations, expired leases, claims while a run slot is free), one `TaskRun` per
+# claimed task, lease renewal and the cancel watch - and `stop()` (SIGTERM / SIGINT):
+# claim nothing more, let running turns end within the grace period, then interrupt and
+# requeue the rest.
 #
-# Store calls block, so each runs in a worker thread (`asyncio.to_thread`): a delivery
-# that waits (wait-threads, task-poll) never stops the other tasks of the host.
+# Store calls block, so each runs in a worker thread (`asyncio.to_thread`), through the
+# host's `Outage` (FLT-3): retried with capped backoff while the store is unavailable;
+# past `store_outage_seconds` the host stops and `run()` returns 75.
 #
 # Invariants:
-#   Rule 1: at most `max_concurrent` runs at once; nothing is claimed once stopping.
+#   Rule 1 (FLT-5): at most `max_concurrent` runs hold a run slot; a run whose delivery
+#           waits holds none (at most `max_waiting` such), and takes a slot again before
+#           its next turn - ahead of any new claim. Nothing is claimed once stopping or
+#           while the store is out.
 #   Rule 2: a run's task that is no longer `running` (cancelled elsewhere) while the run
 #           has not ended it itself is cancelled within one watch period (a short poll on
-#           SQLite, LISTEN/NOTIFY wake-ups on PostgreSQL).
+#           SQLite, LISTEN/NOTIFY wake-ups on PostgreSQL); a task another claim holds now
+#           (a newer epoch), or whose lease was not renewed, is lost (FLT-1): the run
+#           stands down.
 #   Rule 3: `run()` returns only after every run has ended and every child finished.
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ from typing import Any, Final
 
 from markertools import Claim, Ports, fire_due_automations, is_goal_task
 from markertools_adapters._background import Background
+from markertools_adapters._outage import EX_TEMPFAIL, Outage, OutageTooLong, aretry_call
 from markertools_adapters.worker.events import EventSink, HostEvent
 from markertools_adapters.worker.leases import Leases
 from markertools_adapters.worker.run import TaskRun
@@ -50,10 +58,16 @@ class WorkerHost:
         self.store = store
         self.ports: Ports = ports if ports is not None else store.ports
         self.leases = Leases(store, settings.host, settings.machine, settings.lease_seconds)
+        self.outage = Outage(
+            "the store", settings.store_outage_seconds, on_change=self._outage_changed
+        )
         self.runs: dict[str, TaskRun] = {}
         self.stopping = False
+        self.exit_code = 0
         self.sinks: list[EventSink] = list(sinks)
         self._wake: asyncio.Event | None = None
+        self._slot_free: asyncio.Event | None = None
+        self._slot_waiters = 0
         self._bg: Background | None = None
         self.claimed = 0
 
@@ -74,16 +88,67 @@ class WorkerHost:
     def _poke(self) -> None:
         if self._wake is not None:
             self._wake.set()
+        if self._slot_free is not None:
+            self._slot_free.set()
 
     def run_ended(self, run: TaskRun) -> None:
         self.runs.pop(run.task_id, None)
         self._poke()
 
+    def _outage_changed(self, began: bool, cause: str) -> None:
+        kind = "outage_began" if began else "outage_ended"
+        self.emit(HostEvent(kind, "", details={"cause": cause}))
+
+    def outage_too_long(self, exc: OutageTooLong) -> None:
+        """FLT-3: the store stayed away past the budget: stop, exit 75."""
+        if self.exit_code != EX_TEMPFAIL:
+            _log.error("%s; stopping", exc)
+        self.exit_code = EX_TEMPFAIL
+        self.stop()
+
+    # ---- run slots (FLT-5) ------------------------------------------------------------
+
+    def slots_used(self) -> int:
+        return sum(1 for r in self.runs.values() if not r.waiting)
+
+    def waiting_count(self) -> int:
+        return sum(1 for r in self.runs.values() if r.waiting)
+
+    def waiting_changed(self, run: TaskRun) -> None:
+        self._poke()
+
+    def may_wait(self) -> bool:
+        """FLT-5: may one more run wait outside the run slots (`max_waiting`)?"""
+        return self.waiting_count() < self.settings.max_waiting
+
+    async def resume_slot(self, run: TaskRun) -> None:
+        """Rule 1: a waiting run takes a run slot again (ahead of new claims)."""
+        assert self._slot_free is not None
+        self._slot_waiters += 1
+        try:
+            while self.slots_used() >= self.settings.max_concurrent and not run.stopping:
+                self._slot_free.clear()
+                await self._slot_free.wait()
+        finally:
+            self._slot_waiters -= 1
+
+    def _may_claim(self) -> bool:
+        s = self.settings
+        return (
+            not self.stopping
+            and not self.outage.active
+            and self._slot_waiters == 0
+            and self.slots_used() < s.max_concurrent
+            and len(self.runs) < s.max_concurrent + s.max_waiting
+        )
+
     # ---- the host ---------------------------------------------------------------------
 
     async def run(self) -> int:
-        """Run until idle (`until_idle`) or stopped; returns the exit code (0)."""
+        """Run until idle (`until_idle`) or stopped; returns the exit code: 0, or 75 when
+        a store outage outlasted `store_outage_seconds` (FLT-3)."""
         self._wake = asyncio.Event()
+        self._slot_free = asyncio.Event()
         self._bg = Background(f"worker host {self.settings.host}", on_fault=self._fault)
         await self._bg.start()
         try:
@@ -97,15 +162,19 @@ class WorkerHost:
                 run.stop()
             await self._wait_runs(self.settings.grace_seconds + 10)
             await self._bg.close()
-        return 0
+        return self.exit_code
 
     def _fault(self, name: str, exc: BaseException) -> None:
+        if isinstance(exc, OutageTooLong):
+            self.outage_too_long(exc)
+            return
         _log.error("worker host %s: %s failed: %s", self.settings.host, name, exc)
         if name == "claim loop":
             self.stopping = True
+            self.exit_code = self.exit_code or 1
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-        return await asyncio.to_thread(fn, *args, **kw)
+        return await aretry_call(self.outage, fn, *args, **kw)
 
     async def _claim_loop(self) -> None:
         settings = self.settings
@@ -114,12 +183,14 @@ class WorkerHost:
             now = time.time()
             try:
                 await self._call(fire_due_automations, self.ports, now)
+            except OutageTooLong:
+                raise
             except Exception:
                 _log.exception("firing due automations failed")
             if self.leases.enabled and now - last_recover >= settings.lease_seconds / 2:
                 last_recover = now
                 await self._recover(now)
-            while len(self.runs) < settings.max_concurrent and not self.stopping:
+            while self._may_claim():
                 claim = await self._call(self._claim)
                 if claim is None:
                     break
@@ -162,7 +233,11 @@ class WorkerHost:
         run = TaskRun(self, claim)
         self.runs[run.task_id] = run
         self.claimed += 1
-        self.emit(HostEvent("claimed", run.task_id, details={"start": str(claim.start)}))
+        self.emit(
+            HostEvent(
+                "claimed", run.task_id, details={"start": str(claim.start), "epoch": claim.epoch}
+            )
+        )
         if self._bg.spawn(run.run(), name=f"task {run.task_id}") is None:
             self.runs.pop(run.task_id, None)
 
@@ -189,48 +264,60 @@ class WorkerHost:
     async def _watch_cancels(self) -> None:
         waiter = self.ports.waiter
         while True:
-            ids = [i for i, r in self.runs.items() if not r.closing and not r.cancelled]
-            if ids:
-                for task_id in await self._call(self._gone, ids):
-                    run = self.runs.get(task_id)
-                    if run is not None and not run.closing:
+            watched = {i: r for i, r in self.runs.items() if not r.closing and not r.cancelled}
+            if watched:
+                try:
+                    rows = await asyncio.to_thread(self.store.get_tasks, list(watched))
+                except Exception as exc:  # an outage: the renewal and the runs see it too
+                    _log.debug("the cancel watch could not read: %s", exc)
+                    rows = None
+                for task_id, run in watched.items() if rows is not None else ():
+                    task = rows.get(task_id)
+                    if run.closing or run.lost is not None:
+                        continue
+                    if task is not None and task.epoch not in (0, run.claim.epoch):
+                        run.lose(
+                            f"task {task_id} is held by claim {task.epoch} now (this host's"
+                            f" claim {run.claim.epoch} was taken over)"
+                        )
+                    elif task is None or task.status != "running":
                         run.cancel()
-            if waiter is not None and ids:
-                await self._call(waiter.wait_for_change, ids, _WATCH_WAIT)
+            if waiter is not None and watched:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(waiter.wait_for_change, list(watched), _WATCH_WAIT)
             else:
                 await asyncio.sleep(_WATCH_SQLITE)
-
-    def _gone(self, ids: list[str]) -> list[str]:
-        """Which of these tasks are no longer running (cancelled elsewhere)."""
-        among = getattr(self.store, "cancelled_among", None)
-        if callable(among):
-            return list(among(ids))
-        tasks = self.store.get_tasks(ids)
-        return [i for i in ids if tasks.get(i) is None or tasks[i].status != "running"]
 
     async def _renew_leases(self) -> None:
         if not self.leases.enabled:
             return
         period = max(self.settings.lease_seconds / 3, 0.05)
         while True:
-            ids = [i for i, r in self.runs.items() if not r.closing]
-            if ids:
+            runs = [r for r in self.runs.values() if not r.closing and r.lost is None]
+            if runs:
                 try:
-                    held = set(await self._call(self.leases.renew, ids, time.time()))
-                except Exception:
-                    _log.exception("renewing leases failed")
-                    held = set(ids)
-                for task_id in ids:  # requeued by another host meanwhile: stop at once
-                    run = self.runs.get(task_id)
-                    if task_id not in held and run is not None and not run.closing:
-                        self.emit(HostEvent("lease_expired", task_id, details={"host": None}))
-                        run.cancel()
+                    claims = [r.claim for r in runs]
+                    held = set(await asyncio.to_thread(self.leases.renew, claims, time.time()))
+                except Exception as exc:  # an outage: keep running, the fence decides
+                    _log.debug("renewing leases failed: %s", exc)
+                    held = {r.task_id for r in runs}
+                for run in runs:  # requeued and maybe taken by another host meanwhile
+                    if run.task_id not in held and not run.closing:
+                        self.emit(HostEvent("lease_expired", run.task_id, details={"host": None}))
+                        run.lose(
+                            f"the lease of task {run.task_id} (claim {run.claim.epoch}) was not"
+                            " renewed: it expired and the task was requeued or taken by"
+                            " another host"
+                        )
             await asyncio.sleep(period)
 
     async def _recover(self, now: float) -> None:
-        """WRK-6: requeue the tasks whose lease expired (their host is gone)."""
+        """WRK-6: requeue the tasks whose lease expired (their host is gone), naming the
+        cause in the ledger row (FLT-2)."""
         try:
             expired = await self._call(self.leases.expired, self.settings.project, now)
+        except OutageTooLong:
+            raise
         except Exception:
             _log.exception("reading expired leases failed")
             return
@@ -246,6 +333,12 @@ class WorkerHost:
             if goal and callable(last):
                 point = await self._call(last, task_id)
                 checkpoint = int(getattr(point, "round", 0) or 0) if point is not None else 0
+            expired_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.expires_at))
+            reason = (
+                f"host {lease.host} stopped renewing its lease (it was killed, paused or cut"
+                f" off from the store); the lease expired at {expired_at} and host"
+                f" {self.settings.host} requeued the task"
+            )
             try:
                 result = await self._call(
                     self.leases.recover,
@@ -254,7 +347,10 @@ class WorkerHost:
                     affinity_seconds=self.settings.affinity_seconds,
                     kind="goal_breakpoint" if goal else "platform_fresh",
                     checkpoint_round=checkpoint,
+                    reason=reason,
                 )
+            except OutageTooLong:
+                raise
             except Exception:
                 _log.exception("requeueing %s failed", task_id)
                 continue

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from markertools import Claim
 from markertools_adapters._procgroups import group_alive, live_group_members
 
 
@@ -64,14 +65,16 @@ class Leases:
         self.lease_seconds = lease_seconds
         self.enabled = supports_leases(store)
 
-    def renew(self, task_ids: Sequence[str], now: float) -> tuple[str, ...]:
-        """Renew; the ids this host still holds (all of them without lease support)."""
-        if not self.enabled or not task_ids:
-            return tuple(task_ids)
+    def renew(self, claims: Sequence[Claim], now: float) -> tuple[str, ...]:
+        """Renew, fenced by each claim (FLT-1); the ids this host still holds (all of
+        them without lease support)."""
+        ids = tuple(c.task.id for c in claims)
+        if not self.enabled or not claims:
+            return ids
         held = self.store.renew_leases(
-            self.host, list(task_ids), lease_seconds=self.lease_seconds, now=now
+            self.host, list(claims), lease_seconds=self.lease_seconds, now=now
         )
-        return tuple(held) if held is not None else tuple(task_ids)
+        return tuple(held) if held is not None else ids
 
     def record_group(self, task_id: str, pgid: int, now: float) -> None:
         if self.enabled:
@@ -83,7 +86,14 @@ class Leases:
         return list(self.store.expired_leases(now, project)) if self.enabled else []
 
     def recover(
-        self, lease: Any, now: float, *, affinity_seconds: float, kind: str, checkpoint_round: int
+        self,
+        lease: Any,
+        now: float,
+        *,
+        affinity_seconds: float,
+        kind: str,
+        checkpoint_round: int,
+        reason: str | None = None,
     ) -> Any:
         """End the dead host's group when it is here and still codex, then requeue."""
         pgid = getattr(lease, "pgid", None)
@@ -102,4 +112,5 @@ class Leases:
             affinity_seconds=affinity_seconds,
             kind=kind,
             checkpoint_round=checkpoint_round,
+            reason=reason,
         )

@@ -126,6 +126,13 @@ class WorkerSettings:
     # URL`); None: threads get no markertools tools
     tools_command: tuple[str, ...] | None = None
     tools_ready_seconds: float = 30.0
+    # FLT-3: how long a store outage is ridden out before the host exits 75
+    store_outage_seconds: float = 300.0
+    # FLT-5: tasks whose delivery waits hold no run slot; at most this many wait at once
+    max_waiting: int = 32
+    # FLT-5: a waiting task's app-server is stopped after waiting this long (None: kept);
+    # its thread is resumed in a new one when the wait ends
+    park_seconds: float | None = 5.0
 
     def __post_init__(self) -> None:
         low, high = MAX_CONCURRENT_RANGE
@@ -135,6 +142,10 @@ class WorkerSettings:
             raise ValueError("lease_seconds must be positive")
         if self.max_goal_rounds < 1:
             raise ValueError("max_goal_rounds must be at least 1")
+        if self.max_waiting < 0:
+            raise ValueError("max_waiting must be 0 or more")
+        if self.store_outage_seconds < 0:
+            raise ValueError("store_outage_seconds must be 0 or more")
 
     def child_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment of a task's app-server."""

@@ -91,7 +91,7 @@ def test_an_older_database_is_migrated_forward(tmp_path: Path) -> None:
     v1 = [
         n
         for n in TASKS.names
-        if n not in ("repo_url", "retried_after_attempt", "turn", "thread_id")
+        if n not in ("repo_url", "retried_after_attempt", "turn", "thread_id", "epoch")
     ]
     conn.execute(
         f"INSERT INTO tasks ({', '.join(v1)}) VALUES ({', '.join('?' * len(v1))})",
