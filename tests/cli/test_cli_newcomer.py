@@ -86,6 +86,30 @@ def test_sqlite_urls_name_the_same_file_for_every_command(tmp_path: Path) -> Non
     assert dumped.returncode == 0 and '"p-shop"' in dumped.stdout
 
 
+@pytest.mark.rule("WRK-1", "WRK-10")
+@pytest.mark.parametrize("content", [b"not a database\n", None])
+def test_a_db_that_is_no_database_is_one_line_on_every_command(
+    tmp_path: Path, content: bytes | None
+) -> None:
+    target = tmp_path / "x.db"
+    if content is None:
+        target.mkdir()
+    else:
+        target.write_bytes(content)
+    for args in (
+        ["deliver", str(TURN), "--sender", "t-lead"],
+        ["view", "--out", str(tmp_path / "fleet.html")],
+        ["worker", "run", "--project", "p-shop", "--codex-bin", "/bin/true"],
+        ["worker", "status"],
+        ["tools", "token", "--task", "t-lead"],
+        ["automations", "list"],
+        ["world", "dump"],
+    ):
+        line = one_line_failure(cli(*args, "--db", str(target)), f"--db {target}")
+        assert "internal error" not in line, (args, line)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.db"]
+
+
 # ---- worker status / worker run -------------------------------------------------------
 
 

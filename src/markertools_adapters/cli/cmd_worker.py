@@ -39,17 +39,17 @@ DbOption = Annotated[
 def _check_db(db: str) -> Path | str:
     """What `--db` names, checked before anything else (the Codex binary, the prices): a
     supported scheme, and for SQLite an existing markertools database (read-only look)."""
+    import sqlite3
+
     from markertools_adapters.stores import require_markertools_sqlite
 
     location = db_location(db)
     if isinstance(location, Path):
+        if not location.exists():
+            raise UsageFailure(f"--db {location}: no such database (create one with `world load`)")
         try:
             require_markertools_sqlite(location)
-        except FileNotFoundError:
-            raise UsageFailure(
-                f"--db {location}: no such database (create one with `world load`)"
-            ) from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, sqlite3.Error) as exc:  # a directory, not a database
             raise UsageFailure(f"--db {location}: cannot open: {exc}") from None
     return location
 
