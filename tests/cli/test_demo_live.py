@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.codex import codex_bin
-from support.terminal import markertools
+from support.terminal import Terminal, markertools
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -48,6 +48,28 @@ def test_demo_live_in_a_terminal_tells_the_root_children_story(tmp_path: Path) -
     assert len(rows) == 3 and {r[1] for r in rows} == {"completed"}
     assert sorted(r[2] or "" for r in rows) == ["", "t-lead", "t-lead"]
     assert len([p for p in (keep / "worktrees" / "demo-host").iterdir() if p.is_dir()]) == 3
+
+
+@pytest.mark.rule("WRK-10")
+def test_demo_live_in_an_80_column_terminal_ends_with_every_task_and_how_it_ended() -> None:
+    """Issue 36, item 8: the table's title wrapped ("demo-host: 3 / finished"), the
+    children vanished from it and it ended empty. Now its last picture lists the lead and
+    both children, by name, completed, under a one-line title."""
+    env = {k: v for k, v in _env(MARKERTOOLS_CODEX_BIN=codex_bin()).items() if k != "COLUMNS"}
+    term = Terminal(["-m", "markertools", "demo", "--live"], env, columns=80)
+    term.wait_for("t-lead (lead): finished, completed")
+    assert term.exit_code() == 0
+    screen = term.screen()
+    last = screen[screen.rindex("markertools worker demo-host:") : screen.index("t-lead result:")]
+    lines = [line.strip() for line in last.splitlines() if line.strip()]
+    assert lines[0] == "markertools worker demo-host: 0 running, 3 done"  # one line
+    assert lines[2].split() == ["┃", "task", "┃", "turn", "┃", "state", "┃", "elapsed", "s", "┃"]
+    rows = [line.strip("│ ").split("│") for line in lines if line.startswith("│")]
+    shown = sorted((cells[0].strip(), cells[2].strip()) for cells in rows)
+    assert [state for _, state in shown] == ["completed"] * 3, shown
+    names = sorted(task.split(" ", 1)[-1] for task, _ in shown)
+    assert names == ["(api)", "(docs)", "(lead)"], shown
+    assert [task for task, _ in shown if task.startswith("t-lead")] == ["t-lead (lead)"]
 
 
 @pytest.mark.rule("WRK-1")

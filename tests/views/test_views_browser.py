@@ -12,12 +12,16 @@ the whole module."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.browser import Chromium, Page, chromium_bin, distinct_colours
 from support.cli import cli
+from support.codex import codex_bin
 from support.views import (
     CANARY,
     HOSTILE,
@@ -28,9 +32,11 @@ from support.views import (
     long_run,
 )
 
+from markertools_adapters.cli.cmd_view import read_world
 from markertools_adapters.planstore import PlanStore
 from markertools_adapters.sqlite import create_store_from_world
 from markertools_adapters.views import fleet_model, render_fleet, render_run, run_model
+from markertools_adapters.views._text import utc
 from markertools_adapters.world import World
 
 
@@ -154,6 +160,35 @@ def test_the_demo_fleet_as_a_person_uses_it(page: Page, tmp_path: Path) -> None:
     assert rows(page) == ["t-lead", "t-docs"]
     assert page.text("#shown-count") == "2 of 7 tasks shown"
     picture(page, tmp_path, "fleet-demo-search")
+    assert_clean(page, out)
+
+
+@pytest.mark.rule("VEW-1", "WRK-8")
+def test_a_live_demo_fleet_shows_unpriced_tokens_without_dollars(page: Page, tmp_path: Path) -> None:
+    """Issue 36, item 8: after `demo --live --keep` (real Codex, no price table) the page
+    said "$0.00 · 18 tokens · 3 unpriced" and was dated by a clock older than its tasks.
+    Now unpriced tokens show no dollar figure, and the page is dated by its newest record."""
+    keep = tmp_path / "kept"
+    done = subprocess.run(
+        [sys.executable, "-m", "markertools", "demo", "--live", "--keep", str(keep)],
+        env={**os.environ, "MARKERTOOLS_CODEX_BIN": codex_bin()},
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = view(tmp_path, keep / "demo.db")
+    loaded(page, out)
+    ids = rows(page)
+    assert ids[0] == "t-lead" and len(ids) == 3  # the lead, created first, then its children
+    spend = page.eval("[...document.querySelectorAll('#creators tr')].map(r => r.innerText)")
+    assert spend[1].split("\t")[:4] == ["alice", "3", "5 unpriced", "90"], spend
+    assert spend[2].split("\t")[:4] == ["all", "3", "5 unpriced", "90"], spend
+    page.click("#tree .row .name")  # the lead
+    detail = page.text("#detail")
+    lines = [line for line in detail.splitlines() if line.strip()]
+    assert lines[lines.index("cost") + 1] == "54 tokens · 3 rounds · unpriced", lines
+    newest = max(t.created_at for t in read_world(keep / "demo.db").tasks)
+    header = page.text("header.page .sub")
+    assert "world time" not in header and header.split(" · as of ")[1] >= utc(newest)
     assert_clean(page, out)
 
 

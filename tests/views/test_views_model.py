@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.views import AT, HOSTILE, MEGABYTE, demo_run, fleet_world, hostile_run, hostile_world
 
-from markertools import TASK_STATUSES, AuditRecord, Msg, Project, Task
+from markertools import TASK_STATUSES, AuditRecord, CostRow, Msg, Project, Task
 from markertools.deliver.lineage import LINEAGE_MAX_STEPS, generation
 from markertools.parse.kinds import EXEC_ORDER
 from markertools.plans import (
@@ -44,6 +44,7 @@ from markertools_adapters.planstore import LoggedEvent, PlanStore
 from markertools_adapters.views import fleet_model, json_island, render_fleet, render_run, run_model
 from markertools_adapters.views._fleet import EXECUTION_ORDER, ID_CHARS, NAME_CHARS, PROMPT_CHARS
 from markertools_adapters.views._run import MIN_BAR, REPLY_HEAD_CHARS
+from markertools_adapters.views._text import utc
 from markertools_adapters.world import World
 
 # ---- the fleet -----------------------------------------------------------------------
@@ -220,6 +221,35 @@ def test_the_summary_counts_statuses_spend_per_creator_and_the_caps() -> None:
     assert {c.has_quota for c in s.per_creator} == {True}
     assert fleet_model(fleet_world(50), "p-other").summary.tasks == 0
     assert fleet_model(World(now=AT, projects=(Project("p", "shop"),)), "p").scope == "project p (shop)"
+
+
+@pytest.mark.rule("VEW-1", "WRK-8")
+def test_the_page_is_dated_by_its_newest_record_and_unpriced_rows_show_no_dollars() -> None:
+    """Issue 36, item 8: a database loaded from a world file keeps the file's clock while
+    real activity goes on; the page's "as of" is the later of that clock and its records.
+    A task whose cost rows are all unpriced has no dollar figure (never "$0.00")."""
+    task = Task("t1", "p", status="completed", created_by="u", created_at=AT + 500)
+    audit = AuditRecord("t1", "task-poll", "t1", "done", "polled", AT + 900)
+    costs = (CostRow("t1", 1, None, 6, priced=False), CostRow("t1", 2, None, 12, priced=False))
+    late = fleet_model(World(now=AT, tasks=(task,), audit=(audit,), costs=costs))
+    assert late.now == AT and late.as_of == AT + 900
+    assert fleet_model(World(now=AT + 5000, tasks=(task,))).as_of == AT + 5000
+    node = late.nodes[0]
+    assert (node.spend.priced, node.spend.unpriced, node.spend.tokens) == (0, 2, 18)
+    assert late.to_data()["tasks"][0]["x"]["co"] == ["", 18, 2, 2, False]
+    (creator,) = late.summary.per_creator
+    assert (creator.priced, creator.unpriced, late.summary.priced, late.summary.unpriced) == (
+        0, 2, 0, 2
+    )
+    page = render_fleet(late)
+    assert f"as of {utc(AT + 900)}" in page and "world time" not in page
+    assert '<td class="num"><span class="muted">2 unpriced</span></td>' in page
+    assert "$0.00" not in page
+    priced = fleet_model(World(now=AT, tasks=(task,), costs=(CostRow("t1", 1, 0.25, 6), *costs)))
+    assert priced.to_data()["tasks"][0]["x"]["co"] == ["$0.25", 24, 3, 2, False]
+    assert '<td class="num">$0.25 <span class="muted">+2 unpriced</span></td>' in render_fleet(
+        priced
+    )
 
 
 # ---- the JSON island -----------------------------------------------------------------

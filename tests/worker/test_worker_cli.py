@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -158,10 +159,14 @@ def test_a_terminal_shows_the_running_tasks_and_ctrl_c_requeues(
             "--no-tools",
             env=env,
         )
-        term.wait_for("markertools worker h1: 0 finished")
+        term.wait_for("markertools worker h1: ")
         term.wait_for_pattern(r"t-live\W+1\W+turn running")
         assert offline_codex.fake.hanging.wait(20)
         term.ctrl_c()
         assert term.exit_code() == 0
-        assert "Traceback" not in term.screen()
+        screen = term.screen()
+        assert "Traceback" not in screen
+        last = screen[screen.rindex("markertools worker h1: ") :]  # the last picture stays
+        assert last.startswith("markertools worker h1: 0 running, 1 done")
+        assert re.search(r"t-live\W+1\W+requeued", last), last
         assert store.get_task("t-live").status == "queued"

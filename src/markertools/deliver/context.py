@@ -303,9 +303,11 @@ class TurnContext:
 
     def resolve_task_id(self, raw: str) -> str | Msg:
         """A literal id is returned as is; `@NAME` becomes the id created this turn, or a
-        Msg saying why it cannot be resolved."""
+        Msg saying why it cannot be resolved (a tool call never resolves one: TOL-2)."""
         if not raw.startswith("@"):
             return raw
+        if self.facts.source == "tool":  # TOL-2: a call is a one-block turn; it names ids
+            return msg("deliver.ref_in_call", ref=shown(raw))
         name = raw[1:]
         if name in self._ambiguous_names:
             return msg("deliver.ref_ambiguous", ref=shown(raw))

@@ -50,6 +50,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "reference {ref} names no task created in this turn (no task-create with that name succeeded)",
         "zh": "引用 {ref} 没有对应本轮创建的任务（没有同名 task-create 成功）",
     },
+    "deliver.ref_in_call": {
+        "en": "reference {ref}: a tool call names a task by its id (the id task_create answered); @NAME references work only between the marker blocks of one turn",
+        "zh": "引用 {ref}：工具调用须用任务 id 指代任务（即 task_create 返回的 id）；@名称 引用只在同一轮的标记块之间有效",
+    },
     "deliver.port_failed": {
         "en": "rejected: a storage or service call failed ({error}); nothing else was changed by this block",
         "zh": "已拒绝：存储或服务调用失败（{error}）；本块未做其他改动",

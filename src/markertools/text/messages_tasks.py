@@ -82,6 +82,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": 'created task {id} (name "{name}"; later blocks of this turn may refer to it as @{name}): queued, executor {executor}, parent {parent}; it runs on its own in a fresh worktree and outlives you',
         "zh": "已创建任务 {id}（名称“{name}”；本轮后续块可用 @{name} 引用它）：queued，执行器 {executor}，父任务 {parent}；它在全新的工作区独立运行，不随你结束",
     },
+    "tasks.created_named_call": {
+        "en": 'created task {id} (name "{name}"; later calls name it by its id {id}): queued, executor {executor}, parent {parent}; it runs on its own in a fresh worktree and outlives you',
+        "zh": "已创建任务 {id}（名称“{name}”；之后的调用请用它的 id {id} 指代它）：queued，执行器 {executor}，父任务 {parent}；它在全新的工作区独立运行，不随你结束",
+    },
     "tasks.created_named_ambiguous": {
         "en": 'created task {id} (name "{name}"; another task-create block of this turn uses the same name, so @{name} refers to neither): queued, executor {executor}, parent {parent}; it runs on its own in a fresh worktree and outlives you',
         "zh": "已创建任务 {id}（名称“{name}”；本轮另有 task-create 块使用同一名称，因此 @{name} 不指向任何一个）：queued，执行器 {executor}，父任务 {parent}；它在全新的工作区独立运行，不随你结束",

@@ -11,6 +11,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "As a tool, the result comes back in this same call (not in the next turn's report).",
         "zh": "作为工具调用时，结果在本次调用中直接返回（而不是下一轮的报告）。",
     },
+    "toolserver.ids_not_names": {
+        "en": 'Name tasks by their ids (task_create answers the new id): "@NAME" references work only between the marker blocks of one turn, never across tool calls.',
+        "zh": "请用任务 id 指代任务（task_create 会返回新任务的 id）：\"@NAME\" 引用只在同一轮的标记块之间有效，不能跨工具调用使用。",
+    },
     "toolserver.cut_short": {
         "en": "This call waited the server's limit of {ms} ms per call; still running: {ids}. Repeat the call to keep waiting.",
         "zh": "本次调用已等待到服务器的单次上限 {ms} 毫秒；仍在运行：{ids}。再次调用即可继续等待。",

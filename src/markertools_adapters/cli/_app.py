@@ -1,7 +1,8 @@
 # Owns: the typer application objects and the helpers every command module shares:
 # a usage failure (one line on stderr, exit 2, no traceback), the global
 # options (`--version`, `--debug`, typer's shell completion), help that names value
-# types in words (TEXT, PATH, INTEGER, a choice list; nothing for a flag) and wraps every
+# types in words (TEXT, PATH, INTEGER, a choice list; nothing for a flag), puts a number
+# option's range in its help text (so no option name is cut at 80 columns) and wraps every
 # paragraph to the terminal, and "Possible options" for an unknown option only when one
 # is close to what was typed (every command and group is built from these classes).
 # Commands live in sibling modules; each only parses options, calls library
@@ -74,9 +75,42 @@ def type_words(param: Any) -> str:
 
 def _with_words(params: list[Any]) -> list[Any]:
     for param in params:
+        _range_in_help(param)
         words = type_words(param)
         param.display_type_rich = lambda ctx, _w=words: _w  # instance override, this command only
     return params
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+def range_words(low: Any, high: Any) -> str:
+    """A number range in words: "1 to 16", "at least 0.1", "at most 5"."""
+    if low is not None and high is not None:
+        return f"{_number(low)} to {_number(high)}"
+    return f"at least {_number(low)}" if low is not None else f"at most {_number(high)}"
+
+
+def _range_in_help(param: Any) -> None:
+    """A number option's range goes into its help, in words, instead of the type column
+    (typer draws `INTEGER [1<=x<=16]` there, which squeezes the option names until rich
+    cuts them at 80 columns). Help that already names both ends is kept as written."""
+    if getattr(param, "_range_in_help", False):
+        return
+    param._range_in_help = True
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    if (low is None and high is None) or not callable(
+        getattr(param, "_get_number_range_help_str", None)
+    ):
+        return
+    param._get_number_range_help_str = lambda: None  # instance override, this option only
+    help_text = str(getattr(param, "help", None) or "")
+    ends = [_number(v) for v in (low, high) if v is not None]
+    if all(end in help_text for end in ends):
+        return
+    words = range_words(low, high)
+    param.help = f"{help_text.rstrip('.')} ({words})." if help_text else f"{words[0].upper()}{words[1:]}."
 
 
 def reflowed(help_text: str | None) -> str | None:
@@ -195,9 +229,17 @@ class WordsTyper(typer.Typer):
         return super().command(name, **kwargs)
 
 
+# the top-level help: every command group, in words (the Commands box lists them by name)
+APP_HELP: Final[str] = (
+    "Marker blocks for LLM-agent workers: parse and deliver an agent turn's blocks "
+    "(parse, deliver, demo), serve the same kinds as same-turn MCP tools (tools), run a "
+    "project's tasks on Codex (worker), orchestrate plans on Codex workers (plan, dots), "
+    "draw the fleet (view), and manage databases, automations, prompts and the agent "
+    "guide (world, automations, prompt, guide, schema)."
+)
 app = WordsTyper(
     name="markertools",
-    help="Inspect what markertools does with an agent turn: parse, deliver, prompts, plans.",
+    help=APP_HELP,
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -244,7 +286,6 @@ def _global_options(
         ),
     ] = False,
 ) -> None:
-    """Inspect what markertools does with an agent turn: parse, deliver, prompts, plans."""
     _STATE["debug"] = debug
 
 

@@ -194,7 +194,14 @@ def run_live(codex_bin: str, *, keep: Path | None, out: IO[str], timeout: float 
             store.put_quota(Quota(USER, total_usd=10))
             before = store.export_world(time.time())
             store.insert_task(
-                Task(LEAD, PROJECT, status="queued", prompt=LEAD_PROMPT, created_by=USER)
+                Task(
+                    LEAD,
+                    PROJECT,
+                    status="queued",
+                    prompt=LEAD_PROMPT,
+                    created_by=USER,
+                    created_at=time.time(),  # not 0: the lead comes before its children
+                )
             )
             say(
                 f"markertools demo --live: project {PROJECT!r} on a fresh SQLite database "
@@ -217,7 +224,7 @@ def run_live(codex_bin: str, *, keep: Path | None, out: IO[str], timeout: float 
                 grace_seconds=5.0,
             )
             story = Story(say, store.get_task)
-            view = RunningView(HOST)
+            view = RunningView(HOST, label=story.name)  # children by name: "t-… (api)"
             host = WorkerHost(settings, store, sinks=[view, story])
             code = asyncio.run(_drive(host, view, story, out, timeout))
             after = store.export_world(time.time())

@@ -1,7 +1,8 @@
 # Owns: the input and output helpers the command modules share: reading a turn or world
 # file (or stdin) as UTF-8, loading a world file, opening the store a command works on (a
 # fresh in-memory SQLite database holding a world, or an existing SQLite file /
-# postgresql:// URL) and closing it, building the executor and worktree reader of
+# postgresql:// URL) and closing it, what a `--db` value names (`db_location`: one
+# reading of SQLite paths, sqlite:/// and postgresql:// URLs for every command), building the executor and worktree reader of
 # `--executor` / `--worktrees`, creating the directories above a database file about to
 # be created, and printing a JSON document.
 #
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,11 +63,46 @@ def fresh_store(world: World) -> Any:
         raise UsageFailure(f"world: cannot be stored: {exc}") from None
 
 
+DB_FORMS = "a SQLite file path, sqlite:///PATH, or a postgresql:// (postgres://) URL"
+_PASSWORD_IN_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):[^@/]*@")
+
+
+def db_location(db: Path | str, option: str = "--db") -> Path | str:
+    """What a `--db` value names: a SQLite file (a plain path or `sqlite:///PATH`) as a
+    Path, or a PostgreSQL URL as the text. Any other URL scheme (`mysql://`), `memory:`
+    (an in-memory store starts empty and ends with the command) or a blank value is a
+    UsageFailure naming the forms markertools reads - never a file of that name."""
+    from markertools_adapters.opener import database_kind
+
+    if isinstance(db, Path):
+        return db
+    if not db.strip():
+        raise UsageFailure(f"{option}: no database named; give {DB_FORMS}")
+    shown = _PASSWORD_IN_URL.sub(r"\1:***@", db)
+    try:
+        kind, target = database_kind(db)
+    except ValueError as exc:
+        scheme = db.split("://", 1)[0]
+        if scheme.lower() != "sqlite":
+            raise UsageFailure(
+                f"{option} {shown}: unsupported database URL scheme {scheme!r}; markertools "
+                f"stores its data in SQLite or PostgreSQL: give {DB_FORMS}"
+            ) from None
+        raise UsageFailure(f"{option} {exc}") from None  # sqlite://PATH: the three slashes
+    if kind == "memory" or target == ":memory:":
+        raise UsageFailure(
+            f"{option} {db} is an in-memory database: it starts empty and ends with the "
+            f"command; give {DB_FORMS}"
+        )
+    return target if kind == "postgres" else Path(target)
+
+
 def open_db(path: Path | str) -> Any:
     """An existing database - a SQLite file or a postgresql:// URL (it is changed)."""
     from markertools_adapters.stores import is_postgres_url, redact
     from markertools_adapters.stores import open_db as open_any_db
 
+    path = db_location(path)
     if not is_postgres_url(path) and not Path(path).exists():
         raise UsageFailure(f"--db {path}: no such database (create one with `world load`)")
     try:
@@ -137,6 +174,7 @@ def emit_json(obj: Any) -> None:
 
 __all__ = [
     "close_store",
+    "db_location",
     "emit_json",
     "fresh_store",
     "load_world_path",

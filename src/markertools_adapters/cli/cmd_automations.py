@@ -57,10 +57,12 @@ DbOption = Annotated[
 
 @contextmanager
 def _opened(db: str) -> Iterator[Any]:
+    from markertools_adapters.cli._io import db_location
     from markertools_adapters.stores import open_db, redact
 
+    location = db_location(db)
     try:
-        store: Any = open_db(db, must_exist=True)
+        store: Any = open_db(location, must_exist=True)
     except Exception as exc:  # sqlite3 / psycopg errors, a refused schema, a missing file
         raise UsageFailure(f"--db {redact(db)}: cannot open: {exc}") from None
     try:

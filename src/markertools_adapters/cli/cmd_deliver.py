@@ -6,7 +6,8 @@
 # Invariants:
 #   Rule 1: every usage error or unreadable input is one stderr line and exit 2; skipped
 #           or rejected blocks are still success (exit 0); Ctrl-C during the delivery is
-#           one line saying what was left and exit 130; never a traceback.
+#           one line saying which blocks finished (they stay applied, as the audit and
+#           the journal say) and how to finish the turn, exit 130; never a traceback.
 #   Rule 2: with --world time is virtual (VirtualClock from the world's `now`): waits
 #           finish at once. With --db it is the system clock: polls and waits really
 #           wait (a `world load` database's frozen `now` only dates its records). Either
@@ -17,8 +18,14 @@
 #           it wrote, its audit records and follow-ups), so a delivery against a large
 #           database costs what the delivery costs; only `--json` without
 #           `--touched-only` exports the whole database, once, for its `world`.
+#   Rule 5: a `--db` delivery in a terminal (not --json, not a pipe) that waits more
+#           than ~2 s shows one status line on stderr - which poll or wait, for which
+#           tasks, how long at most, Ctrl-C to stop - drawn from the delivery's own
+#           waiting (`_waitline.WaitLine` is its ChangeWaiter and wraps its clock), and
+#           gone before the report or the Ctrl-C line is printed.
 from __future__ import annotations
 
+import contextlib
 import importlib
 import socket
 import sys
@@ -34,8 +41,10 @@ from markertools import (
     LOCALES,
     TURN_OUTCOMES,
     AuditRecord,
+    Clock,
     DeliveryReport,
     deliver_turn,
+    parse_turn,
 )
 from markertools_adapters.cli._app import UsageFailure, app, fail
 from markertools_adapters.cli._io import (
@@ -92,12 +101,23 @@ REPORT_NOT_QUEUED = 4  # exit code: delivered, but the report is not queued yet
 INTERRUPTED = 130  # exit code: Ctrl-C (SIGINT) during the delivery
 
 
-def interrupted_line(turn_id: str | None) -> str:
-    """What Ctrl-C during a delivery left behind, and how to finish the turn."""
+SHOWN_APPLIED = 5  # the finished blocks the Ctrl-C line names one by one
+
+
+def interrupted_line(turn_id: str | None, finished: Sequence[str] | None = None) -> str:
+    """What Ctrl-C during a delivery left behind, and how to finish the turn. `finished`:
+    the blocks that finished before it ("task-create → t-1", from the delivery's audit
+    records), None when not known."""
     head = (
         "markertools: interrupted: the turn was not delivered completely and no report was "
         "queued; blocks that finished before Ctrl-C stay applied"
     )
+    if finished is not None and not finished:
+        head += " (none had finished: nothing was applied)"
+    elif finished:
+        listed = ", ".join(finished[:SHOWN_APPLIED])
+        more = len(finished) - SHOWN_APPLIED
+        head += f" ({listed}{f' and {more} more' if more > 0 else ''})"
     if turn_id is not None:
         return f"{head}; deliver again with --turn-id {turn_id} to apply the rest exactly once"
     return f"{head}; delivering again without --turn-id runs every block again"
@@ -284,6 +304,22 @@ def deliver_command(
         fail(str(exc))
 
 
+def show_waiting(world: Path | None, as_json: bool) -> bool:
+    """Rule 5: the status line is for a person at a terminal watching a delivery on the
+    real clock (`--db`); never with --json, never on a pipe, never in virtual time."""
+    return world is None and not as_json and sys.stderr.isatty()
+
+
+def wait_line(text: str, sender: str, clock: Clock, deadline: float | None) -> Any:
+    """Rule 5: the WaitLine of this delivery, drawing on stderr."""
+    from rich.console import Console
+
+    from markertools_adapters.cli._waitline import WaitLine, rich_status
+
+    show = rich_status(Console(stderr=True))
+    return WaitLine(parse_turn(text), sender, clock, deadline=deadline, show=show)
+
+
 def parse_deadline(text: str | None) -> float | None:
     """`--deadline`: absent = the library's default (DEFAULT_DELIVERY_DEADLINE), `none` =
     no bound, else a finite number of seconds >= 0."""
@@ -401,23 +437,35 @@ def run_deliver(
         if store.get_task(sender) is None:
             raise UsageFailure(f"--sender {sender}: no such task")
         recorder = TouchRecorder(store)
+        line = wait_line(text, sender, clock, deadline) if show_waiting(world, as_json) else None
         ports = store_ports(
-            recorder, clock=clock, random=SystemRandom(), executor=kill, files=files
+            recorder,
+            clock=clock if line is None else line.watched,
+            random=SystemRandom(),
+            executor=kill,
+            files=files,
+            waiter=line,  # Rule 5: the status line sees every round of a poll or wait
         )
         try:
-            report = deliver_turn(
-                text,
-                sender=sender,
-                outcome=turn_outcome,
-                ports=ports,
-                locale=locale,
-                turn_id=turn_id,
-                deadline=deadline,
-            )
+            with line if line is not None else contextlib.nullcontext():
+                report = deliver_turn(
+                    text,
+                    sender=sender,
+                    outcome=turn_outcome,
+                    ports=ports,
+                    locale=locale,
+                    turn_id=turn_id,
+                    deadline=deadline,
+                )
         except ValueError as exc:  # TRN-10: a value the library refuses
             raise UsageFailure(str(exc)) from None
         except KeyboardInterrupt:  # Rule 1: Ctrl-C is one line and exit 130
-            sys.stderr.write(interrupted_line(turn_id) + "\n")
+            finished = [
+                f"{a.kind} → {a.target}" if a.target else a.kind
+                for a in recorder.audit
+                if a.outcome == "done"
+            ]
+            sys.stderr.write(interrupted_line(turn_id, finished) + "\n")
             raise typer.Exit(INTERRUPTED) from None
         touched = touched_world(recorder, clock.now())
         changes = touched_changes(recorder, now, touched, virtual=world is not None)

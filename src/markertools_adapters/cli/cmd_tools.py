@@ -19,8 +19,8 @@ from typing import Annotated, Any
 
 import typer
 
-from markertools_adapters.cli._app import fail, tools_app
-from markertools_adapters.cli._io import emit_json
+from markertools_adapters.cli._app import UsageFailure, fail, tools_app
+from markertools_adapters.cli._io import db_location, emit_json
 
 Db = Annotated[
     str,
@@ -37,10 +37,12 @@ def _connect(db: str, executor: str = "noop") -> Any:
     from markertools_adapters import connect
     from markertools_adapters.stores import redact
 
-    if not db.strip():
-        fail("--db: no database named")
     try:
-        return connect(db, executor=executor, must_exist=True)  # type: ignore[arg-type]
+        location = db_location(db)
+    except UsageFailure as exc:
+        fail(str(exc))
+    try:
+        return connect(location, executor=executor, must_exist=True)  # type: ignore[arg-type]
     except ImportError as exc:
         fail(f"--db: storage adapter not available in this build ({exc})")
     except Exception as exc:

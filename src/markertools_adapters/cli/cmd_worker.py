@@ -23,7 +23,7 @@ import typer
 
 from markertools import msg
 from markertools_adapters.cli._app import UsageFailure, WordsTyper, app
-from markertools_adapters.cli._io import emit_json
+from markertools_adapters.cli._io import db_location, emit_json
 
 worker_app = WordsTyper(
     help="Run a project's tasks on Codex (a worker host) and see the fleet (WRK-1..10).",
@@ -36,12 +36,31 @@ DbOption = Annotated[
 ]
 
 
+def _check_db(db: str) -> Path | str:
+    """What `--db` names, checked before anything else (the Codex binary, the prices): a
+    supported scheme, and for SQLite an existing markertools database (read-only look)."""
+    import sqlite3
+
+    from markertools_adapters.stores import require_markertools_sqlite
+
+    location = db_location(db)
+    if isinstance(location, Path):
+        if not location.exists():
+            raise UsageFailure(f"--db {location}: no such database (create one with `world load`)")
+        try:
+            require_markertools_sqlite(location)
+        except (OSError, ValueError, sqlite3.Error) as exc:  # a directory, not a database
+            raise UsageFailure(f"--db {location}: cannot open: {exc}") from None
+    return location
+
+
 def _open(db: str, **kw: Any) -> Any:
     from markertools_adapters.opener import connect
     from markertools_adapters.stores import redact
 
+    location = _check_db(db)
     try:
-        return connect(db, executor="noop", must_exist=True, **kw)
+        return connect(location, executor="noop", must_exist=True, **kw)
     except Exception as exc:
         raise UsageFailure(f"--db {redact(db)}: cannot open: {exc}") from None
 
@@ -113,6 +132,7 @@ def run_command(
     from markertools_adapters.worker.dirs import LAYOUT
     from markertools_adapters.worktrees import WorktreeFiles
 
+    _check_db(db)  # the database first: a missing one is named before the Codex binary
     binary = _codex(codex_bin or os.environ.get("MARKERTOOLS_CODEX_BIN") or "codex")
     try:
         table = PriceTable.load(prices) if prices is not None else PriceTable()
@@ -186,6 +206,8 @@ def status_command(
 
     store = _open(db)
     try:
+        if project is not None and store.get_project(project) is None:
+            raise UsageFailure(f"--project {project}: no such project")
         status = fleet_status(store, project)
     finally:
         store.close()

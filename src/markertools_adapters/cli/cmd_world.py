@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 
 from markertools_adapters.cli._app import UsageFailure, fail, world_app
-from markertools_adapters.cli._io import make_parent_dirs
+from markertools_adapters.cli._io import db_location, make_parent_dirs
 from markertools_adapters.errors import StoreError, StoreUnavailable
 from markertools_adapters.world import World, WorldFileError, dumps_world, merge_worlds
 
@@ -56,6 +56,7 @@ def load_command(world_file: Path, db: Path | str) -> str:
     from markertools_adapters.cli._io import load_world_path
     from markertools_adapters.stores import create_db_from_world, is_postgres_url, redact
 
+    db = db_location(db)
     url = is_postgres_url(db)
     if not url and (Path(db).exists() or Path(db).is_symlink()):
         raise UsageFailure(
@@ -93,6 +94,7 @@ def merge_command(world_file: Path, db: Path | str) -> str:
     from markertools_adapters.cli._io import load_world_path
     from markertools_adapters.stores import create_db_from_world, is_postgres_url, open_db, redact
 
+    db = db_location(db)
     if is_postgres_url(db):
         raise UsageFailure(
             f"--db {redact(db)}: --merge works on SQLite files (for PostgreSQL, merge the "
@@ -162,6 +164,7 @@ def dump_command(db: Path | str) -> str:
     postgresql:// URL)."""
     from markertools_adapters.stores import is_postgres_url, open_db, redact
 
+    db = db_location(db)
     if not is_postgres_url(db) and not Path(db).is_file():
         raise UsageFailure(f"--db {db}: no such database file")
     try:

@@ -3,7 +3,8 @@
 # schema (the kind's body schema from the one kind table, `markertools.body_schema`, the
 # same JSON Schema `markertools schema` prints) and its description (the kind's section
 # of the guide, `markertools.render_guide`, in the server's locale, without the block
-# example, plus one line saying the answer comes back in the same call).
+# example, plus one line saying the answer comes back in the same call and, where the
+# guide offers "@NAME" references, that calls name tasks by id).
 #
 # Must never: declare an alias of a kind as a tool, or a schema other than the kind's.
 from __future__ import annotations
@@ -52,4 +53,7 @@ def description(tool: str, locale: str = "en") -> str:
     text = section if sep else head
     for marker in ("\nExample:", "\n示例："):
         text = text.split(marker, 1)[0]
-    return text.strip() + "\n\n" + msg("toolserver.same_call").render(locale)
+    text = text.strip() + "\n\n" + msg("toolserver.same_call").render(locale)
+    if "@NAME" in text:  # TOL-2: a call is a one-block turn, so it names tasks by id
+        text += "\n" + msg("toolserver.ids_not_names").render(locale)
+    return text

@@ -25,6 +25,8 @@
 #           execution order than the one before it, after a discarded turn, or after
 #           more than TURN_GAP_SECONDS; a record that carries a turn id (a newer store)
 #           is grouped by it instead.
+#   Rule 5: the page's time (`as_of`) is the latest of the world's clock and the times
+#           its records carry, never the world file's clock alone.
 from __future__ import annotations
 
 import math
@@ -124,6 +126,11 @@ class Spend:
     unpriced: int = 0
     estimated: bool = False
 
+    @property
+    def priced(self) -> int:
+        """Rows with a price: when none has one, no dollar figure is shown (WRK-8)."""
+        return self.rows - self.unpriced
+
 
 @attrs.frozen
 class TaskNode:
@@ -168,6 +175,7 @@ class CreatorSpend:
     quota_total: float | None
     quota_used: float | None
     has_quota: bool
+    priced: int = 0  # cost rows with a price (none: the spend is shown as unpriced)
 
 
 @attrs.frozen
@@ -186,6 +194,8 @@ class FleetSummary:
     roots: int
     actions: int
     other_senders: int  # audit records of senders that are not tasks of the view
+    priced: int = 0  # cost rows with a price, of every task in the view
+    unpriced: int = 0  # cost rows without one (tokens never shown as $0, WRK-8)
 
 
 @attrs.frozen
@@ -199,6 +209,7 @@ class FleetModel:
     summary: FleetSummary
     statuses: tuple[str, ...]  # every status shown, TASK_STATUSES order first
     creators: tuple[str, ...]  # "" stands for no creator
+    as_of: float | None = None  # the page's time: the latest of `now` and any record's (Rule 5)
 
     def to_data(self) -> dict[str, Any]:
         """The JSON island of the page: compact rows (short keys, statuses and creators
@@ -257,8 +268,8 @@ def _row(node: TaskNode, status_at: Mapping[str, int], creator_at: Mapping[str, 
             for a in node.attempts
         ]
     if node.spend.rows:
-        s = node.spend
-        detail["co"] = [usd(s.usd), s.tokens, s.rows, s.unpriced, s.estimated]
+        s = node.spend  # no priced row: no dollar figure ("" - never "$0.00", WRK-8)
+        detail["co"] = [usd(s.usd) if s.priced else "", s.tokens, s.rows, s.unpriced, s.estimated]
     if node.extras:
         detail["ex"] = [list(pair) for pair in node.extras]
     if detail:
@@ -337,6 +348,7 @@ def fleet_model(
         title=title,
         scope=_scope(world, project),
         now=world.now,
+        as_of=_latest(world),
         nodes=tuple(nodes),
         summary=summary,
         statuses=statuses,
@@ -601,6 +613,7 @@ def _summary(
                 quota_total=_dollars(quota.total_usd) if quota else None,
                 quota_used=_dollars(quota.used_usd) if quota else None,
                 has_quota=quota is not None,
+                priced=sum(s.priced for s in spent),
             )
         )
     per_creator.sort(key=lambda c: (-c.usd, -c.tasks, c.creator or ""))
@@ -619,4 +632,20 @@ def _summary(
         roots=sum(1 for n in nodes if n.depth == 0),
         actions=actions,
         other_senders=other,
+        priced=sum(c.priced for c in per_creator),
+        unpriced=sum(c.unpriced for c in per_creator),
     )
+
+
+def _latest(world: World) -> float:
+    """Rule 5: the page's time - the world's clock, or the newest time a record carries
+    (a task created, an audit record, an attempt, an automation's run) when later: a
+    database loaded from a world file keeps the file's `now` while real activity goes
+    on, and the page is never dated before what it shows."""
+    times = [world.now]
+    times += [t.created_at for t in world.tasks]
+    times += [r.time for r in world.audit]
+    times += [a.created_at for a in world.attempts]
+    times += [a.created_at for a in world.automations]
+    times += [a.last_run_at for a in world.automations if a.last_run_at is not None]
+    return max((t for t in times if _is_number(t)), default=world.now)

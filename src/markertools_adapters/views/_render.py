@@ -179,6 +179,7 @@ def render_fleet(model: FleetModel, *, csp: bool = True) -> str:
         m=model,
         s=model.summary,
         now=utc(model.now),
+        as_of=utc(model.as_of if model.as_of is not None else model.now),
         max_status=max((n for _, n in model.summary.per_status), default=0),
         creator_rows=CREATOR_ROWS,
         creator_index=lambda creator: creator_at.get(creator or "", -1),

@@ -1,7 +1,8 @@
 # Owns: what a worker host tells its watchers (WRK-10): `HostEvent` (one of EVENT_KINDS,
 # with the task, the time and its details), `JsonLines` (`--json-log`: one JSON object
-# per line on a stream) and `RunningView` (the live table of running tasks a terminal
-# shows). Both are sinks: a callable taking a HostEvent.
+# per line on a stream) and `RunningView` (the live table a terminal shows: every task
+# the host ran, the running ones and how the others ended). Both are sinks: a callable
+# taking a HostEvent.
 #
 # Must never: raise into the host (a sink that fails is the watcher's problem: a closed
 # stream stops the log, never the tasks).
@@ -66,26 +67,50 @@ class RunningRow:
     turn: int = 0
     state: str = "claimed"
     since: float = field(default_factory=time.time)
+    ended: float | None = None  # when the host let go of the task (finished, ...)
+
+
+# the host let go of the task: its row stays, showing how it ended
+_LET_GO: Final[frozenset[str]] = frozenset({"finished", "cancelled", "requeued"})
 
 
 class RunningView:
-    """The running tasks, kept from the events; `table()` is a rich renderable."""
+    """Every task the host ran, kept from the events - running ones with their turn and
+    state, the others with how they ended (finished: the task's status; cancelled,
+    requeued) - so the last picture shows what the run did; `table()` is a rich
+    renderable whose title never wraps."""
 
-    def __init__(self, host: str) -> None:
+    def __init__(self, host: str, label: Callable[[str], str] | None = None) -> None:
         self.host = host
+        self.label = label  # task id -> what the task column shows (default: the id)
         self.rows: dict[str, RunningRow] = {}
-        self.done = 0
 
     def __call__(self, event: HostEvent) -> None:
-        row = self.rows.setdefault(event.task_id, RunningRow(event.task_id))
+        row = self.rows.get(event.task_id)
+        if event.kind == "claimed" and (row is None or row.ended is not None):
+            self.rows.pop(event.task_id, None)  # claimed again (requeued): a new row, last
+            row = self.rows[event.task_id] = RunningRow(event.task_id, since=event.at)
+        if row is None:  # not a task of this host (another host's expired lease)
+            return
         if event.kind == "turn_started":
             row.turn = int(event.details.get("turn", row.turn + 1))
             row.state = "turn running"
         elif event.kind in ("turn_ended", "delivered"):
             row.state = event.kind.replace("_", " ")
-        elif event.kind in ("finished", "cancelled", "requeued"):
-            self.rows.pop(event.task_id, None)
-            self.done += 1
+        elif event.kind in _LET_GO and row.ended is None:
+            status = event.details.get("status") if event.kind == "finished" else None
+            row.state = str(status or event.kind)
+            row.ended = event.at
+
+    @property
+    def running(self) -> int:
+        """Tasks the host runs now."""
+        return sum(1 for row in self.rows.values() if row.ended is None)
+
+    @property
+    def done(self) -> int:
+        """Tasks the host let go of (finished, cancelled, requeued)."""
+        return len(self.rows) - self.running
 
     async def follow(self, run: Coroutine[Any, Any, int], live: Any, period: float) -> int:
         """Await the host's `run()` as a task of one TaskGroup (cancelled with its
@@ -105,10 +130,13 @@ class RunningView:
     def table(self) -> Any:
         from rich.table import Table
 
-        table = Table(title=f"markertools worker {self.host}: {self.done} finished")
+        title = f"markertools worker {self.host}: {self.running} running, {self.done} done"
+        table = Table(title=title, min_width=len(title) + 4)
         for column in ("task", "turn", "state", "elapsed s"):
             table.add_column(column)
         now = time.time()
         for row in self.rows.values():
-            table.add_row(row.task_id, str(row.turn), row.state, f"{now - row.since:.0f}")
+            elapsed = (row.ended if row.ended is not None else now) - row.since
+            shown = row.task_id if self.label is None else self.label(row.task_id)
+            table.add_row(shown, str(row.turn), row.state, f"{max(elapsed, 0):.0f}")
         return table

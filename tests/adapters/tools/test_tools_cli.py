@@ -127,6 +127,46 @@ def test_stdio_server_acts_for_its_token_until_revoked(db: Path, tmp_path: Path,
     assert tok not in every and tok[4:24] not in every
 
 
+@pytest.mark.rule("TOL-2", "VAL-8")
+def test_a_named_task_create_call_names_the_id_and_a_later_at_name_call_says_why_not(
+    db: Path, tmp_path: Path
+) -> None:
+    """Issue 36, item 6: task_create with a name no longer offers "@probe" to later calls;
+    a task_poll of "@probe" says that calls name tasks by id; the id it answered works."""
+    tok = token(db, "t1").strip()
+    seen: list[Any] = []
+
+    async def scenario() -> None:
+        async with stdio(db, tok, tmp_path / "stderr.txt", LEGACY) as c:
+            listed = {t.name: t.description or "" for t in (await c.list_tools()).tools}
+            seen.append(listed)
+            seen.append(await c.call_tool("task_create", {"name": "probe", "prompt": "probe it"}))
+            seen.append(await c.call_tool("task_poll", {"task_id": "@probe"}))
+            assert "task_id" in body(seen[1]), body(seen[1])
+            made = body(seen[1])["task_id"]
+            seen.append(await c.call_tool("task_poll", {"task_id": made, "timeout_seconds": 0}))
+
+    asyncio.run(scenario())
+    listed, made, by_name, by_id = seen
+    child = body(made)["task_id"]
+    assert text(made).splitlines()[1].startswith(
+        f'created task {child} (name "probe"; later calls name it by its id {child}): queued'
+    )
+    assert "@probe" not in text(made) and "later blocks" not in text(made)
+    assert by_name.is_error and body(by_name)["outcome"] == "rejected"
+    assert body(by_name)["reason"] == (
+        "reference @probe: a tool call names a task by its id (the id task_create answered); "
+        "@NAME references work only between the marker blocks of one turn"
+    )
+    assert not by_id.is_error and body(by_id)["task"]["id"] == child
+    assert f"task {child}: status 'queued'" in text(by_id)
+    assert listed["task_poll"].endswith(
+        'Name tasks by their ids (task_create answers the new id): "@NAME" references work '
+        "only between the marker blocks of one turn, never across tool calls."
+    )
+    assert "@NAME" not in listed["todo_list"]
+
+
 # ---- Streamable HTTP ---------------------------------------------------------------------
 
 

@@ -82,10 +82,14 @@ def handle_create(cmd: Command, p: TaskCreateParams, ctx: TurnContext) -> Report
     ctx.insert_once(ctx.ports.tasks.insert_task, ctx.ports.tasks.get_task, child)  # TRN-9
     ctx.register_created(p.name, child.id)
     if p.name is not None:
+        if ctx.facts.source == "tool":  # TOL-2: no @NAME across calls; the call names the id
+            key = "tasks.created_named_call"
+        elif ctx.name_ambiguous(p.name):
+            key = "tasks.created_named_ambiguous"
+        else:
+            key = "tasks.created_named"
         result = msg(
-            "tasks.created_named_ambiguous"
-            if ctx.name_ambiguous(p.name)
-            else "tasks.created_named",
+            key,
             id=child.id,
             name=shown(p.name, 100),
             executor=child.executor,

@@ -158,8 +158,12 @@
     if (x.e) { out.push(el("h3", null, "error")); out.push(el("pre", "text", x.e)); }
     out.push(el("h3", null, "cost"));
     if (x.co) {
-      out.push(el("p", null, x.co[0] + " \u00b7 " + x.co[1] + " tokens \u00b7 " + x.co[2] + " rounds" +
-        (x.co[3] ? " \u00b7 " + x.co[3] + " unpriced" : "") + (x.co[4] ? " \u00b7 estimated" : "")));
+      // no dollar figure when no row is priced (x.co[0] is then ""), never a zero one
+      var parts = x.co[0] ? [x.co[0]] : [];
+      parts.push(x.co[1] + " tokens", x.co[2] + " rounds");
+      if (x.co[3]) parts.push(x.co[0] ? x.co[3] + " unpriced" : "unpriced");
+      if (x.co[4]) parts.push("estimated");
+      out.push(el("p", null, parts.join(" \u00b7 ")));
     } else {
       out.push(el("p", "muted", "no cost recorded"));
     }
