@@ -1,5 +1,7 @@
-"""The simplest complete worker (docs/worker-loop.md): claim a task, run the agent on it,
-deliver the turn's marker blocks, finish the turn - until nothing is left to do.
+"""The simplest complete worker (docs/worker-loop.md): claim a task with a lease, run the
+agent on it, deliver the turn's marker blocks, finish the turn - until nothing is left to
+do. Safe in a fleet: every write carries the claim, a dead host's tasks are requeued, and
+a delivery a crash cut off is finished before the task starts again.
 
 Run it from anywhere:  .venv/bin/python examples/simple_worker.py [DATABASE]
 (default: sqlite:///simple-worker.db in the current directory; a new database first gets
@@ -7,13 +9,14 @@ a demo project with one queued task; postgresql://... and memory: work the same 
 """
 
 import sys
+import time
 import uuid
 
 import markertools_adapters
-from markertools import Project, Quota, StartKind, Task, TurnCost, deliver_turn
-from markertools_adapters.first_turn import first_turn_prompt
+from markertools import Project, Quota, Task, TurnCost, deliver_turn
+from markertools_adapters.first_turn import claim_inputs
 
-PROJECT, HOST = "p-demo", "worker-1"
+PROJECT, HOST, LEASE = "p-demo", "worker-1", 60.0  # renew longer turns (worker.md)
 
 PLAN = """I'll split the release: the tests get a task of their own.
 
@@ -46,29 +49,46 @@ def add_demo_work(store: markertools_adapters.Store) -> None:
     )
 
 
+def requeue_dead_hosts_tasks(store: markertools_adapters.Store) -> None:
+    """A host that died (kill -9, a lost machine) stops renewing its leases: once one
+    expires, its task goes back to the queue, with a ledger row naming why."""
+    now = time.time()
+    for lease in store.expired_leases(now, PROJECT):
+        store.requeue_expired(
+            lease.task_id, lease.host, now, affinity_seconds=0, reason=f"{lease.host} died"
+        )
+
+
 def main(database: str) -> None:
     with markertools_adapters.connect(database, executor="local") as store:
         if store.get_project(PROJECT) is None:
             add_demo_work(store)
-        while (claim := store.claim_task(PROJECT, HOST)) is not None:
-            task = claim.task
-            if claim.start is StartKind.CONTINUATION:  # the reports of its earlier turns
-                inputs = claim.followups
-            else:  # fresh / retry / resume / checkpoint: what the task is told first
-                inputs = (first_turn_prompt(task, claim.start, store.ports).prompt,)
-            text, turn_id, cost = run_agent(task, inputs)
-            report = deliver_turn(
-                text, sender=task.id, outcome="completed", ports=store.ports, turn_id=turn_id
+        while True:
+            requeue_dead_hosts_tasks(store)
+            claim = store.claim_task(PROJECT, HOST, now=time.time(), lease_seconds=LEASE)
+            if claim is None:
+                break
+            # a crash mid-delivery is finished first; then the prompt or the follow-ups
+            inputs = claim_inputs(claim, store)
+            text, turn_id, cost = run_agent(claim.task, inputs)
+            report = deliver_turn(  # every write fenced: a host that lost the task
+                text,  # writes nothing (LeaseLost)
+                sender=claim.task.id,
+                outcome="completed",
+                ports=store.ports,
+                turn_id=turn_id,
+                claim=claim,
             )
             done = store.finish_turn(  # status, cost and quota in one transaction, once
-                task.id,
+                claim.task.id,
                 turn_id,
                 outcome="completed",
                 result_text=text,
                 cost=cost,
                 requeue=bool(report.queued_followups),  # a report to read: run it again
+                claim=claim,
             )
-            print(f"{task.id} ({claim.start}): {len(report.entries)} block(s) -> {done.status}")
+            print(f"{claim.task.id} ({claim.start}): {len(report.entries)} block(s) -> {done.status}")
         quota = store.get_quota("alice")
         print(f"nothing queued; alice has spent ${quota.used_usd} of ${quota.total_usd}")
 

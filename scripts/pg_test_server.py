@@ -20,6 +20,8 @@
 # Usage:
 #   pg_test_server.py start            -> prints  MARKERTOOLS_PG_DSN=... MARKERTOOLS_PG_DIR=...
 #   pg_test_server.py stop DIR
+#   pg_test_server.py halt DIR         -> stop the server, keep its data (a database outage)
+#   pg_test_server.py resume DIR       -> start it again on the same port
 #   pg_test_server.py run -- CMD ...   -> start, run CMD with the env set, stop; CMD's status
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ SUPERUSER = "postgres"
 DATABASE = "postgres"
 OS_USER = os.environ.get("MARKERTOOLS_PG_OS_USER", "postgres")
 START_ATTEMPTS = 3
-USAGE = "usage: pg_test_server.py start | stop DIR | run -- CMD..."
+USAGE = "usage: pg_test_server.py start | stop DIR | halt DIR | resume DIR | run -- CMD..."
 
 
 def _log(text: str) -> None:
@@ -227,6 +229,38 @@ def stop(base: Path) -> None:
     shutil.rmtree(base, ignore_errors=True)
 
 
+def halt(base: Path) -> None:
+    """Stop the server of `base` (fast: connections are cut), keeping its data: the
+    tests' database outage (FLT-3). `resume` starts it again on the same port."""
+    base = Path(base)
+    if not (base / MARKER).is_file():
+        raise RuntimeError(f"{base} was not created by pg_test_server.py; refusing to touch it")
+    bindir = _find_bindir()
+    if bindir is None:
+        raise RuntimeError("no PostgreSQL server binaries found")
+    result = _run([str(bindir / "pg_ctl"), "-D", str(base / "data"), "-m", "fast", "-w", "stop"], _os_user())
+    if result.returncode != 0:
+        raise RuntimeError(f"pg_ctl stop failed: {result.stderr.strip()}")
+
+
+def resume(base: Path) -> None:
+    """Start a halted server of `base` again (the same port and data)."""
+    base = Path(base)
+    if not (base / MARKER).is_file():
+        raise RuntimeError(f"{base} was not created by pg_test_server.py; refusing to touch it")
+    bindir = _find_bindir()
+    if bindir is None:
+        raise RuntimeError("no PostgreSQL server binaries found")
+    user = _os_user()
+    data = base / "data"
+    result = _run(
+        [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "server.log"), "-w", "-t", "60", "start"],
+        user,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"pg_ctl start failed: {result.stderr.strip()}")
+
+
 def run(cmd: list[str]) -> int:
     if not cmd:
         _log("run: no command given")
@@ -253,6 +287,12 @@ def main(argv: list[str]) -> int:
             return 0
         if action == "stop" and len(rest) == 1:
             stop(Path(rest[0]))
+            return 0
+        if action == "halt" and len(rest) == 1:
+            halt(Path(rest[0]))
+            return 0
+        if action == "resume" and len(rest) == 1:
+            resume(Path(rest[0]))
             return 0
         if action == "run":
             return run(rest[1:] if rest[:1] == ["--"] else rest)

@@ -51,7 +51,7 @@ class OutageTooLong(MarkertoolsError):
 
     def __str__(self) -> str:
         return (
-            f"{self.what} unavailable for {self.seconds:.0f} s, longer than the outage budget"
+            f"{self.what} was unavailable for {self.seconds:.0f} s, longer than the outage budget"
             f" of {self.budget:g} s (--store-outage-seconds); last error: {self.cause}"
         )
 

@@ -81,10 +81,12 @@ class StoreError(MarkertoolsError):
 
 
 class StoreUnavailable(StoreError):
-    """The database driver failed operationally (connection lost, database locked, disk
-    I/O): the store's own form of `sqlite3.OperationalError` / `psycopg.OperationalError`,
+    """The database driver failed in a way a retry can cure (FLT-8): the server is down,
+    restarting or cut off, the pool timed out, the database is locked, a disk I/O error -
     with the driver's exception as `__cause__` and its class and text as the message.
-    Retrying later may succeed. Every other driver error is a plain StoreError (TRN-8)."""
+    Retrying later may succeed (the long-running commands do, FLT-3). A database or role
+    that does not exist, refused credentials, a bad URL, a missing table are a plain
+    StoreError: no retry cures them (TRN-8)."""
 
 
 class UnknownTask(StoreError, LookupError):

@@ -1,5 +1,6 @@
-# Owns: the worker-side glue of a claim (docs/rules.md INJ, ATT): gather the first-turn injection
-# inputs through the ports and assemble the prompt (`first_turn_prompt`), requeue a
+# Owns: the worker-side glue of a claim (docs/rules.md INJ, ATT, FLT-2): what the agent reads
+# first on a claim (`claim_inputs`: pending turns completed first, then the input), gather
+# the first-turn injection inputs through the ports and assemble the prompt (`first_turn_prompt`), requeue a
 # platform-interrupted task through the attempts ledger without ever raising
 # (`platform_requeue`), and the permission-checked attempts timeline (`attempt_timeline`).
 # Only calls ports and pure functions; writes nothing except through `platform_requeue`.
@@ -21,12 +22,14 @@ from typing import Any
 import attrs
 
 from markertools import (
+    DEFAULT_DELIVERY_DEADLINE,
     FRESH_STARTS,
     INJECTED_TODOS,
     NO_CHECKPOINT,
     UNFINISHED_TODO_STATUSES,
     Attempt,
     AttemptLedger,
+    Claim,
     Denied,
     FirstTurnPrompt,
     InjectionInputs,
@@ -46,6 +49,7 @@ from markertools import (
     assemble_first_turn,
     is_goal_task,
     msg,
+    recover_pending_turns,
     start_kind_of,
     summarize_error,
     timeline_decision,
@@ -101,6 +105,40 @@ def gather_injection_inputs(
         attempt=attempt,
         memory_trusted=memory_trusted,
     )
+
+
+def claim_inputs(
+    claim: Claim,
+    store: Any,
+    *,
+    locale: str = "en",
+    deadline: float | None = DEFAULT_DELIVERY_DEADLINE,
+    cancel: object = None,
+) -> tuple[str, ...]:
+    """What the agent reads first on `claim` (INJ-1, FLT-2), in one call per claim:
+
+    1. the turns an earlier attempt left half-delivered are completed first
+       (`recover_pending_turns`, fenced by the claim) - their reports were queued;
+    2. a continuation's input is its follow-ups (the claim's, then those reports);
+    3. any other start gets the first-turn prompt (`first_turn_prompt`), whose resume
+       preamble shows the recovered reports - they are taken from the queue here, so
+       the agent never reads them twice.
+
+    `store` is a connected store (`store.ports`, `take_followups`). Raises LeaseLost
+    when the claim was lost meanwhile (stand down), ValueError for a store that cannot
+    fence."""
+    ports = store.ports
+    done = recover_pending_turns(claim, ports=ports, deadline=deadline, cancel=cancel)
+    recovered = tuple(r.report.message for r in done if r.report is not None and r.report.message)
+    later: tuple[str, ...] = ()
+    if recovered:
+        later = tuple(store.take_followups(claim.task.id, claim=claim))
+    if claim.start is StartKind.CONTINUATION:
+        return (*claim.followups, *later)
+    rest = tuple(text for text in later if text not in recovered)
+    task = store.get_task(claim.task.id) or claim.task
+    prompt = first_turn_prompt(task, claim.start, ports, locale=locale, recovered=recovered)
+    return (prompt.prompt, *rest)
 
 
 def first_turn_prompt(

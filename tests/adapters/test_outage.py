@@ -82,7 +82,7 @@ def test_an_outage_longer_than_its_budget_names_the_budget_and_the_cause() -> No
     with pytest.raises(OutageTooLong) as caught:
         outage.failed(StoreUnavailable("server closed the connection"))
     assert str(caught.value) == (
-        "the database unavailable for 31 s, longer than the outage budget of 30 s"
+        "the database was unavailable for 31 s, longer than the outage budget of 30 s"
         " (--store-outage-seconds); last error: StoreUnavailable: server closed the connection"
     )
 

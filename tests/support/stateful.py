@@ -27,6 +27,11 @@ from markertools_adapters.sqlite import SqliteStore, create_store_from_world
 from markertools_adapters.world import World
 from support.strategies.sqlite import FLOATS, PROJECT_IDS, TASK_IDS, TEXT, TIMES, USERS, worlds
 
+# FLT-5: a task's created_at of 0 means "not given": each store stamps its own clock's
+# now, so the models would differ by the microseconds between them - the machine draws
+# given times only (the stamping has its own contract test)
+TASK_TIMES = TIMES.filter(lambda t: t != 0.0)
+
 ALL_TASK_IDS = (*(f"t{i}" for i in range(8)), "T", "é", "t10", "", "n1", "n2", "n3")
 TODO_IDS = st.sampled_from(["d1", "d2", "d3", "D", "d9"])
 AUTOMATION_IDS = st.sampled_from(["a1", "a2", "a3", "a9"])
@@ -80,7 +85,7 @@ class AdapterAgreement(RuleBasedStateMachine):
         project=PROJECT_IDS,
         creator=st.none() | USERS,
         prompt=TEXT,
-        created_at=TIMES,
+        created_at=TASK_TIMES,
         part=st.none() | st.sampled_from(["", "part"]),
     )
     def create(

@@ -39,9 +39,14 @@ def check_claim_in(conn: Executor, tables: Tables, claim: Claim) -> None:
         d.sql(f"SELECT status, epoch FROM tasks WHERE id = ?{d.lock_row}"),
         (d.bind_text(text_value(claim.task.id, "task_id")),),
     ).fetchone()
+    held(claim, None if row is None else (d.stored_text(row[0]), int(row[1])))
+
+
+def held(claim: Claim, row: tuple[str, int] | None) -> None:
+    """LeaseLost unless `row` (the task's status and epoch, None: gone) is the claim's."""
     if row is None:
         raise LeaseLost(claim.task.id, claim.epoch, None, None)
-    status, epoch = d.stored_text(row[0]), int(row[1])
+    status, epoch = row
     if status != "running" or epoch != claim.epoch:
         raise LeaseLost(claim.task.id, claim.epoch, epoch, status)
 
@@ -52,9 +57,13 @@ class FenceMixin:
 
     @contextlib.contextmanager
     def fenced(self, claim: Claim) -> Iterator[None]:
-        with self._db.atomic():
-            with self._db.write() as conn:  # a savepoint of the atomic transaction
-                check_claim_in(conn, self._tables, claim)
+        d = self._tables.dialect
+        with self._db.atomic():  # the check is the transaction's first statement (Rule 1)
+            row = self._db.read_one(
+                d.sql(f"SELECT status, epoch FROM tasks WHERE id = ?{d.lock_row}"),
+                (d.bind_text(text_value(claim.task.id, "task_id")),),
+            )
+            held(claim, None if row is None else (d.stored_text(row[0]), int(row[1])))
             yield
 
     def pending_turns(self, task_id: str) -> tuple[PendingTurn, ...]:

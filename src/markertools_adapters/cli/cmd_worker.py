@@ -120,8 +120,27 @@ def run_command(
             help="Give every thread the markertools tools (default: when `tools serve` exists).",
         ),
     ] = None,
+    store_outage_seconds: Annotated[
+        float,
+        typer.Option(
+            "--store-outage-seconds",
+            min=0,
+            help="How long a store outage is ridden out before exiting 75.",
+        ),
+    ] = 300.0,
+    max_waiting: Annotated[
+        int,
+        typer.Option(
+            "--max-waiting", min=0, help="Tasks that may wait in a poll or wait, beyond the slots."
+        ),
+    ] = 32,
+    log_level: Annotated[
+        str,
+        typer.Option("--log-level", help="debug, info, warning or error (stderr)."),
+    ] = "warning",
 ) -> None:
     """Claim the project's tasks and run each on its own codex app-server (WRK-1)."""
+    from markertools_adapters.cli._logs import LOG_LEVELS, setup_logging
     from markertools_adapters.worker import (
         JsonLines,
         PriceTable,
@@ -132,6 +151,9 @@ def run_command(
     from markertools_adapters.worker.dirs import LAYOUT
     from markertools_adapters.worktrees import WorktreeFiles
 
+    if log_level not in LOG_LEVELS:
+        raise UsageFailure(f"--log-level {log_level[:40]}: expected one of {', '.join(LOG_LEVELS)}")
+    setup_logging("worker run", log_level, json_stream=sys.stdout if json_log else None)
     _check_db(db)  # the database first: a missing one is named before the Codex binary
     binary = _codex(codex_bin or os.environ.get("MARKERTOOLS_CODEX_BIN") or "codex")
     try:
@@ -151,6 +173,8 @@ def run_command(
         grace_seconds=grace_seconds,
         until_idle=until_idle,
         tools_command=_tools_command(db) if tools is not False else None,
+        store_outage_seconds=store_outage_seconds,
+        max_waiting=max_waiting,
         **fields,
     )
     settings.worktrees.mkdir(mode=0o700, parents=True, exist_ok=True)

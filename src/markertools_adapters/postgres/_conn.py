@@ -25,10 +25,11 @@
 #           seeing the newest commits; under a REPEATABLE READ / SERIALIZABLE default a
 #           losing compare-and-set would raise a serialization failure instead of being
 #           "changed meanwhile". (snapshot() sets its own isolation level explicitly.)
-#   Rule 5 (TRN-8): no psycopg exception leaves this module: `DriverErrors` turns
-#           psycopg.OperationalError (the server unreachable or gone, a connection cut,
-#           a pool timeout, a serialization failure) into StoreUnavailable and every other
-#           psycopg.Error into StoreError, the driver's exception kept as `__cause__` and
+#   Rule 5 (TRN-8, FLT-8): no psycopg exception leaves this module: `DriverErrors`
+#           turns a psycopg.OperationalError a retry can cure (the server unreachable or
+#           gone, a connection cut, a pool timeout, a serialization failure) into
+#           StoreUnavailable and every other psycopg.Error - a missing database or role,
+#           refused credentials included - into StoreError, the driver's exception kept as `__cause__` and
 #           named in the message. Every method below, connecting included, runs under it.
 from __future__ import annotations
 
@@ -46,8 +47,10 @@ from markertools_adapters._sql import Statement
 from markertools_adapters.errors import StoreError, StoreUnavailable
 
 DEFAULT_POOL_SIZE: Final[int] = 4
-DEFAULT_CONNECT_TIMEOUT: Final[int] = 10  # seconds (libpq waits forever by default)
-DEFAULT_POOL_TIMEOUT: Final[float] = 30.0  # seconds to wait for a free pooled connection
+DEFAULT_CONNECT_TIMEOUT: Final[int] = 5  # seconds (libpq waits forever by default)
+# seconds to wait for a free pooled connection - short, so an outage is noticed (and
+# ridden out by the caller's retries, FLT-3) rather than hidden in one long wait
+DEFAULT_POOL_TIMEOUT: Final[float] = 5.0
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 Params = Sequence[Any] | Mapping[str, Any]
@@ -75,9 +78,34 @@ class DriverErrors:
     ) -> Literal[False]:
         if exc is None or not isinstance(exc, psycopg.Error):
             return False
-        if isinstance(exc, psycopg.OperationalError):
+        if isinstance(exc, psycopg.OperationalError) and retryable(exc):
             raise StoreUnavailable(driver_detail(exc)) from exc
         raise StoreError(driver_detail(exc)) from exc
+
+
+# FLT-8: operational errors no retry cures - the database or role does not exist, the
+# credentials are refused, the connection string is wrong: StoreError, not
+# StoreUnavailable (a server that is down, restarting or cut off is retried).
+NOT_RETRYABLE_STATES: Final[frozenset[str]] = frozenset({"3D000", "28000", "28P01", "42501"})
+NOT_RETRYABLE_TEXT: Final[tuple[str, ...]] = (
+    "does not exist",
+    "authentication failed",
+    "no password supplied",
+    "password authentication",
+    "invalid dsn",
+    "invalid connection option",
+    "invalid integer value",
+    "invalid sslmode",
+    "permission denied",
+)
+
+
+def retryable(exc: BaseException) -> bool:
+    """FLT-8: whether a psycopg.OperationalError is one a retry can cure."""
+    if getattr(exc, "sqlstate", None) in NOT_RETRYABLE_STATES:
+        return False
+    text = str(exc).lower()
+    return not any(phrase in text for phrase in NOT_RETRYABLE_TEXT)
 
 
 DRIVER_ERRORS: Final[DriverErrors] = DriverErrors()

@@ -17,9 +17,9 @@
 #           every compare-and-set it holds sees the latest committed state and no other
 #           writer can interleave; waiting for the lock is bounded by the busy timeout.
 #   Rule 3: every public method holds `lock` for its whole use of the connection.
-#   Rule 4 (TRN-8): no sqlite3 exception leaves this module: `DriverErrors` turns
-#           sqlite3.OperationalError (locked, disk I/O, a lost file) into StoreUnavailable
-#           and every other sqlite3.Error into StoreError, the driver's exception kept as
+#   Rule 4 (TRN-8, FLT-8): no sqlite3 exception leaves this module: `DriverErrors` turns
+#           a sqlite3.OperationalError a retry can cure (locked, busy, disk I/O) into
+#           StoreUnavailable and every other sqlite3.Error into StoreError, the driver's exception kept as
 #           `__cause__` and named in the message. Every method below, opening the
 #           connection included, runs under it.
 from __future__ import annotations
@@ -71,9 +71,21 @@ class DriverErrors:
     ) -> Literal[False]:
         if exc is None or not isinstance(exc, sqlite3.Error):
             return False
-        if isinstance(exc, sqlite3.OperationalError):
+        if isinstance(exc, sqlite3.OperationalError) and retryable(exc):
             raise StoreUnavailable(driver_detail(exc)) from exc
         raise StoreError(driver_detail(exc)) from exc
+
+
+# FLT-8: the operational errors a retry can cure (another writer holds the lock, the disk
+# hiccuped); every other one - no such table, a file that cannot be opened, a read-only
+# database - is a StoreError, which no retry cures.
+RETRYABLE: Final[tuple[str, ...]] = ("locked", "busy", "disk i/o error", "interrupted")
+
+
+def retryable(exc: BaseException) -> bool:
+    """FLT-8: whether a sqlite3.OperationalError is one a retry can cure."""
+    text = str(exc).lower()
+    return any(phrase in text for phrase in RETRYABLE)
 
 
 DRIVER_ERRORS: Final[DriverErrors] = DriverErrors()

@@ -177,6 +177,17 @@ class WorkerHost:
         return await aretry_call(self.outage, fn, *args, **kw)
 
     async def _claim_loop(self) -> None:
+        try:
+            await self._claims()
+        except OutageTooLong as exc:  # FLT-3: one line, then the stop below
+            self.outage_too_long(exc)
+        settings = self.settings
+        await self._wait_runs(settings.grace_seconds)
+        for run in list(self.runs.values()):
+            run.stop()
+        await self._wait_runs(settings.grace_seconds + 10)
+
+    async def _claims(self) -> None:
         settings = self.settings
         last_recover = -1e18
         while not self.stopping:
@@ -198,10 +209,6 @@ class WorkerHost:
             if settings.until_idle and not self.runs and await self._call(self._idle):
                 return
             await self._sleep(settings.poll_seconds)
-        await self._wait_runs(settings.grace_seconds)
-        for run in list(self.runs.values()):
-            run.stop()
-        await self._wait_runs(settings.grace_seconds + 10)
 
     async def _sleep(self, seconds: float) -> None:
         assert self._wake is not None

@@ -390,9 +390,12 @@ class TaskRun:
             report = await self._deliver_once(text, turn_id)
             if report.report_queued and (report.delivered or report.not_delivered is None):
                 return report
-            if not report.delivered and report.not_delivered is not None:
-                if report.not_delivered.code not in ("sender-unreadable", "journal-unreadable"):
-                    return report  # discarded for good (TRN-10): nothing to deliver again
+            if (
+                not report.delivered
+                and report.not_delivered is not None
+                and report.not_delivered.code not in ("sender-unreadable", "journal-unreadable")
+            ):
+                return report  # discarded for good (TRN-10): nothing to deliver again
             why = report.report_error or (
                 report.not_delivered.reason.render() if report.not_delivered else "?"
             )

@@ -221,12 +221,12 @@ def test_latest_attempt_is_none_when_the_table_is_missing(store: Any, dsn: str) 
 
 @pytest.mark.rule("ATT-2")
 def test_a_failing_requeue_rolls_back_and_is_returned(store: Any, dsn: str) -> None:
-    store.insert_task(Task(id="t", project_id="p", status="failed", result_text="r"))
+    store.insert_task(Task(id="t", project_id="p", status="failed", result_text="r", created_at=1.0))
     with connect(dsn, store.schema) as conn:
         conn.execute("ALTER TABLE task_attempts ADD CONSTRAINT no_rows CHECK (attempt_no < 0)")
     result = store.requeue_platform("t", "failed", "platform_fresh", -1, 1.0)
     assert result.ok is False and result.error is not None and "no_rows" in result.error
-    assert store.get_task("t") == Task(id="t", project_id="p", status="failed", result_text="r")
+    assert store.get_task("t") == Task(id="t", project_id="p", status="failed", result_text="r", created_at=1.0)
 
 
 # ---- search folding on the server --------------------------------------------------------
@@ -252,7 +252,7 @@ def test_server_folding_leaves_every_non_ascii_character_non_ascii(dsn: str) -> 
 def test_search_is_case_insensitive_like_python_for_unicode_text(store: Any) -> None:
     prompts = {"a": "İstanbul", "b": "KELVIN \u212a", "c": "Straße ΣΑΣ", "d": "plain ascii"}
     for i, (tid, prompt) in enumerate(prompts.items()):
-        store.insert_task(Task(id=tid, project_id="p", prompt=prompt, created_at=float(i)))
+        store.insert_task(Task(id=tid, project_id="p", prompt=prompt, created_at=float(i + 1)))
     for q in ["i̇st", "İST", "k", "K", "ss", "ß", "σας", "ΣΑΣ", "ASCII", "", "\x00"]:
         expected = sorted((t for t, p in prompts.items() if q.lower() in p.lower()), reverse=True)
         listing = store.list_tasks("p", status=None, q=q, limit=10)

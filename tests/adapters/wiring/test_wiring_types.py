@@ -23,7 +23,8 @@ NON_STORAGE = {
     "waiter",
     "journal",
     "calls",
-}  # optional: journal (TRN-9), calls (TOL-4)
+    "fencing",
+}  # optional: journal (TRN-9), calls (TOL-4), fencing (FLT-1)
 
 
 def test_storage_ports_is_exactly_the_storage_fields_of_ports() -> None:
