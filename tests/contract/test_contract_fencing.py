@@ -387,3 +387,15 @@ def test_a_requeued_waiter_never_goes_ahead_of_what_it_waits_for(make_store: Mak
     assert store.requeue_expired("parent", "A", NOW + LEASE + 1, affinity_seconds=0).ok
     # the parent is queued again and older, but it waits for the child: the child first
     assert store.claim_task("p1", "B", now=NOW + LEASE + 2).task.id == "child"
+
+
+@pytest.mark.rule("WRK-6")
+def test_running_tasks_no_lease_holds_are_listed(make_store: MakeStore) -> None:
+    store = make_store(
+        _world(_task("loaded", "running"), _task("q1"), _task("done", "completed"))
+    )
+    assert store.unleased_running("p1") == ("loaded",)
+    claim = store.claim_task("p1", "H", now=NOW, lease_seconds=LEASE)
+    assert claim.task.id == "q1"
+    assert store.unleased_running("p1") == ("loaded",)  # the claim holds a lease
+    assert store.unleased_running("other") == ()

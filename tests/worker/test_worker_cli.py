@@ -75,7 +75,11 @@ def test_sigterm_requeues_the_running_task_and_a_new_host_finishes_it(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        assert proc.returncode == 0, err
+        assert proc.returncode == 0, err  # SIGTERM: a requested stop
+        assert err.splitlines()[-1] == (
+            "markertools worker h1 stopped (SIGTERM): ran 1 task - 1 requeued for the next"
+            " host (t-long)"
+        )
         events = [json.loads(line) for line in out.splitlines()]
         assert [e["event"] for e in events][-2:] == ["turn_ended", "requeued"]
         task = store.get_task("t-long")
@@ -163,10 +167,72 @@ def test_a_terminal_shows_the_running_tasks_and_ctrl_c_requeues(
         term.wait_for_pattern(r"t-live\W+1\W+turn running")
         assert offline_codex.fake.hanging.wait(20)
         term.ctrl_c()
-        assert term.exit_code() == 0
+        assert term.exit_code() == 130  # Ctrl-C, as everywhere in markertools (issue 36)
         screen = term.screen()
         assert "Traceback" not in screen
         last = screen[screen.rindex("markertools worker h1: ") :]  # the last picture stays
         assert last.startswith("markertools worker h1: 0 running, 1 done")
         assert re.search(r"t-live\W+1\W+requeued", last), last
+        # one line says what ran and what went back to the queue
+        assert (
+            "markertools worker h1 stopped (Ctrl-C): ran 1 task - 1 requeued for the next"
+            " host (t-live)"
+        ) in " ".join(screen.split())
         assert store.get_task("t-live").status == "queued"
+        (attempt,) = store.list_attempts("t-live")
+        assert attempt.interrupted_reason == (
+            "host h1 shut down: the host stopped during the turn"
+        )
+
+
+@pytest.mark.rule("WRK-6", "WRK-1")
+def test_the_one_host_example_recovers_tasks_loaded_as_running_and_finishes(
+    offline_codex, tmp_path: Path
+) -> None:
+    """docs/worker.md "One host" as a newcomer runs it (issue 36): the example world has
+    three tasks `running` that no host holds. The host says so, requeues them after one
+    lease period, runs them, and `--until-idle` ends (it used to poll forever)."""
+    from support.paths import REPO
+
+    db = tmp_path / "shop.db"
+    loaded = cli("world", "load", str(REPO / "examples" / "worlds" / "shop.json"), "--db", str(db))
+    assert loaded.returncode == 0, loaded.stderr
+    env = dict(offline_codex.env)
+    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [
+            str(EXE),
+            "worker",
+            "run",
+            "--db",
+            str(db),
+            "--project",
+            "p-shop",
+            "--until-idle",
+            "--lease-seconds",
+            "1",
+            "--codex-bin",
+            offline_codex.binary,
+            "--worktrees",
+            str(tmp_path / "worktrees"),
+            "--no-tools",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "no host holds a lease" in line]
+    assert sorted(line.split()[5] for line in warned) == ["t-api", "t-bob", "t-lead"], warned
+    assert warned[0].startswith("markertools worker run: warning: task t-")
+    assert warned[0].endswith("it is requeued in 1 s unless a host claims it")
+    with __import__("markertools_adapters").connect(db, executor="noop") as store:
+        for task_id in ("t-lead", "t-api", "t-bob"):
+            task = store.get_task(task_id)
+            assert task.status != "running", task_id
+            (attempt,) = store.list_attempts(task_id)
+            assert attempt.interrupted_reason.startswith(
+                "the task was running with no host holding a lease on it for 1 s"
+            )

@@ -712,6 +712,12 @@ class LeaseStore(Fencing, Protocol):
         """The task's affinity (also one that has lapsed), or None."""
         ...
 
+    def unleased_running(self, project_id: str | None = None) -> tuple[str, ...]:
+        """Running tasks (of one project) that no lease holds - loaded as `running` from a
+        world file, or claimed without a lease - by id: no host renews them, so the
+        worker host recovers them like expired leases (WRK-6)."""
+        ...
+
     def release_lease(self, task_id: str, host: str) -> None:
         """Drop the task's lease if `host` holds it (the host ended the task)."""
         ...

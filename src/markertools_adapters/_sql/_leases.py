@@ -211,6 +211,19 @@ class LeaseMixin:
         except Exception as exc:
             return RequeueResult(ok=False, error=summarize_error(exc))
 
+    def unleased_running(self, project_id: str | None = None) -> tuple[str, ...]:
+        d = self._tables.dialect
+        query = (
+            "SELECT t.id FROM tasks AS t WHERE t.status = 'running' AND NOT EXISTS"
+            " (SELECT 1 FROM task_leases AS l WHERE l.task_id = t.id)"
+        )
+        params: list[object] = []
+        if project_id is not None:
+            query += " AND t.project_id = ?"
+            params.append(d.bind_text(text_value(project_id, "project_id")))
+        rows = self._db.read(d.sql(query + " ORDER BY t.id"), params)
+        return tuple(d.stored_text(r[0]) for r in rows)
+
     def get_affinity(self, task_id: str) -> Affinity | None:
         d = self._tables.dialect
         row = self._db.read_one(

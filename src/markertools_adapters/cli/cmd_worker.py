@@ -145,6 +145,7 @@ def run_command(
         JsonLines,
         PriceTable,
         RunningView,
+        Tally,
         WorkerHost,
         WorkerSettings,
     )
@@ -183,17 +184,37 @@ def run_command(
     try:
         if store.get_project(project) is None:
             raise UsageFailure(f"--project {project}: no such project")
-        sinks: list[Any] = []
+        tally = Tally(settings.host)
+        sinks: list[Any] = [tally]
         view = None
         if json_log:
             sinks.append(JsonLines(sys.stdout))
         elif sys.stdout.isatty():
             view = RunningView(settings.host)
             sinks.append(view)
-        code = asyncio.run(_run(WorkerHost(settings, store, sinks=sinks), view))
+        stopped: list[int] = []
+        code = asyncio.run(_run(WorkerHost(settings, store, sinks=sinks), view, stopped))
     finally:
         store.close()
-    raise typer.Exit(code)
+    raise typer.Exit(_exit(code, stopped, tally, until_idle))
+
+
+def _exit(code: int, stopped: list[int], tally: Any, until_idle: bool) -> int:
+    """The one summary line on stderr and the exit code: 130 after Ctrl-C (SIGINT), 0
+    after SIGTERM or once idle, 75 after a store outage past its budget (FLT-3), 1 after
+    an error the host could not ride out (named on stderr above)."""
+    if code == 0 and stopped and stopped[0] == signal.SIGINT:
+        why, code = "Ctrl-C", 130
+    elif code == 0 and stopped:
+        why = "SIGTERM"
+    elif code == 0:
+        why = "nothing left to do" if until_idle else "done"
+    elif code == 75:
+        why = "store outage past --store-outage-seconds"
+    else:
+        why = "error, see above"
+    typer.echo(tally.line(why), err=True)
+    return code
 
 
 def _tools_command(db: str) -> tuple[str, ...] | None:
@@ -205,10 +226,15 @@ def _tools_command(db: str) -> tuple[str, ...] | None:
     return (sys.executable, "-m", "markertools", "tools", "serve", "--db", db)
 
 
-async def _run(host: Any, view: Any) -> int:
+async def _run(host: Any, view: Any, stopped: list[int]) -> int:
     loop = asyncio.get_running_loop()
+
+    def stop(sig: int) -> None:
+        stopped.append(sig)
+        host.stop()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, host.stop)
+        loop.add_signal_handler(sig, stop, sig)
     if view is None:
         return int(await host.run())
     from rich.live import Live

@@ -140,6 +140,18 @@ class LeaseMixin(JournalMixin):  # fenced() runs in its atomic()
                 )
             return result
 
+    def unleased_running(self, project_id: str | None = None) -> tuple[str, ...]:
+        with self._state.lock:
+            return tuple(
+                sorted(
+                    t.id
+                    for t in self._state.tasks.values()
+                    if t.status == "running"
+                    and t.id not in self._state.leases
+                    and (project_id is None or t.project_id == project_id)
+                )
+            )
+
     def get_affinity(self, task_id: str) -> Affinity | None:
         with self._state.lock:
             return self._state.affinities.get(task_id)

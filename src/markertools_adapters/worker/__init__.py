@@ -7,7 +7,13 @@
 from __future__ import annotations
 
 from markertools_adapters.worker.dirs import prepare_task_dir, task_dir
-from markertools_adapters.worker.events import EVENT_KINDS, HostEvent, JsonLines, RunningView
+from markertools_adapters.worker.events import (
+    EVENT_KINDS,
+    HostEvent,
+    JsonLines,
+    RunningView,
+    Tally,
+)
 from markertools_adapters.worker.host import WorkerHost
 from markertools_adapters.worker.run import TaskRun
 from markertools_adapters.worker.settings import PriceTable, TokenUsage, WorkerSettings
@@ -19,6 +25,7 @@ __all__ = [
     "JsonLines",
     "PriceTable",
     "RunningView",
+    "Tally",
     "TaskRun",
     "TokenUsage",
     "WorkerHost",

@@ -71,7 +71,7 @@ class RunningRow:
 
 
 # the host let go of the task: its row stays, showing how it ended
-_LET_GO: Final[frozenset[str]] = frozenset({"finished", "cancelled", "requeued"})
+_LET_GO: Final[frozenset[str]] = frozenset({"finished", "cancelled", "requeued", "lease_lost"})
 
 
 class RunningView:
@@ -140,3 +140,56 @@ class RunningView:
             shown = row.task_id if self.label is None else self.label(row.task_id)
             table.add_row(shown, str(row.turn), row.state, f"{max(elapsed, 0):.0f}")
         return table
+
+
+class Tally:
+    """How each task this host claimed ended, from the events (the last word wins): the
+    one summary line `worker run` prints when it stops (`line()`)."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.ended: dict[str, str] = {}  # task id -> completed / failed / ... / running
+
+    def __call__(self, event: HostEvent) -> None:
+        if event.kind == "claimed":
+            self.ended[event.task_id] = "running"
+        elif event.task_id not in self.ended:
+            return  # another host's task (an expired lease this host requeued)
+        elif event.kind == "finished":
+            self.ended[event.task_id] = str(event.details.get("status") or "finished")
+        elif event.kind in ("cancelled", "requeued", "lease_lost"):
+            self.ended[event.task_id] = event.kind
+
+    def line(self, why: str) -> str:
+        """`markertools worker h1 stopped (Ctrl-C): ran 3 tasks - 1 completed, 2 requeued
+        for the next host (t-a, t-b)`."""
+        counts: dict[str, list[str]] = {}
+        for task_id, how in self.ended.items():
+            counts.setdefault(how, []).append(task_id)
+        if not self.ended:
+            return f"markertools worker {self.host} stopped ({why}): ran no task"
+        order = (
+            "completed",
+            "failed",
+            "interrupted",
+            "cancelled",
+            "requeued",
+            "lease_lost",
+            "running",
+        )
+        parts = []
+        for how in sorted(counts, key=lambda h: (order.index(h) if h in order else 99, h)):
+            ids = counts[how]
+            text = {
+                "requeued": "requeued for the next host",
+                "lease_lost": "taken over by another host",
+                "running": "left running",
+            }.get(how, how)
+            shown = (
+                f" ({', '.join(sorted(ids)[:8])}{', ...' if len(ids) > 8 else ''})"
+                if how in ("requeued", "lease_lost", "running", "failed", "interrupted")
+                else ""
+            )
+            parts.append(f"{len(ids)} {text}{shown}")
+        n = len(self.ended)
+        return f"markertools worker {self.host} stopped ({why}): ran {n} task{'s' if n != 1 else ''} - {', '.join(parts)}"

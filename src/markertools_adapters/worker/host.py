@@ -69,6 +69,7 @@ class WorkerHost:
         self._slot_free: asyncio.Event | None = None
         self._slot_waiters = 0
         self._bg: Background | None = None
+        self._unleased: dict[str, float] = {}  # running, no lease: task id -> first seen
         self.claimed = 0
 
     # ---- events and control ---------------------------------------------------------
@@ -363,3 +364,48 @@ class WorkerHost:
                 continue
             if getattr(result, "ok", bool(result)):
                 self.emit(HostEvent("requeued", task_id, details={"reason": "lease expired"}))
+        await self._recover_unleased(now)
+
+    async def _recover_unleased(self, now: float) -> None:
+        """WRK-6: a task `running` with no lease at all (loaded so from a world file, or
+        claimed without a lease) is renewed by nobody: once this host has seen it so for
+        a whole lease period, it requeues it like an expired lease, saying why."""
+        unleased = getattr(self.store, "unleased_running", None)
+        if not callable(unleased):
+            return
+        found = set(await self._call(unleased, self.settings.project)) - set(self.runs)
+        for task_id in list(self._unleased):
+            if task_id not in found:
+                del self._unleased[task_id]
+        for task_id in sorted(found):
+            first = self._unleased.setdefault(task_id, now)
+            wait = self.settings.lease_seconds
+            if first == now:
+                _log.warning(
+                    "task %s is running but no host holds a lease on it (loaded as running,"
+                    " or claimed without a lease); it is requeued in %g s unless a host"
+                    " claims it",
+                    task_id,
+                    wait,
+                )
+                continue
+            if now - first < wait:
+                continue
+            task = await self._call(self.store.get_task, task_id)
+            goal = task is not None and is_goal_task(task)
+            reason = (
+                f"the task was running with no host holding a lease on it for {wait:g} s;"
+                f" host {self.settings.host} requeued it"
+            )
+            result = await self._call(
+                self.store.requeue_platform,
+                task_id,
+                "running",
+                "goal_breakpoint" if goal else "platform_fresh",
+                0,
+                now,
+                reason=reason,
+            )
+            self._unleased.pop(task_id, None)
+            if getattr(result, "ok", False):
+                self.emit(HostEvent("requeued", task_id, details={"reason": "no lease"}))
