@@ -1,13 +1,11 @@
 """Quickstart: deliver one agent turn against the example world and print what happened.
 
-Run it from the repository root:  .venv/bin/python examples/quickstart.py
+Run it from anywhere (or paste it into a file):  .venv/bin/python examples/quickstart.py
 """
-
-from pathlib import Path
 
 import markertools_adapters
 from markertools import deliver_turn, parse_turn
-from markertools_adapters.world import loads_world
+from markertools_adapters.world import example_world
 
 # The turn task t-lead of the example world just finished (any text with marker blocks).
 TURN = """Split off the load test and check what t-docs wrote.
@@ -28,13 +26,12 @@ TURN = """Split off the load test and check what t-docs wrote.
 plan = parse_turn(TURN)  # pure: TurnPlan(commands, issues), never raises
 print(f"{len(plan.commands)} block(s) to run, {len(plan.issues)} issue(s)")
 
-# examples/worlds/shop.json is what `markertools demo --print-world` prints. It goes into a
-# fresh in-memory SQLite database here; a worker connects to its own database the same way:
-# "sqlite:///markertools.db", "postgresql://...". executor: what a task-cancel block stops
-# (required; "noop" signals nothing, and the report says so).
-world_file = Path(__file__).parent / "worlds" / "shop.json"
+# The example world (examples/worlds/shop.json, what `markertools demo --print-world`
+# prints) goes into a fresh in-memory SQLite database here; a worker connects to its own
+# database the same way: "sqlite:///markertools.db", "postgresql://...". executor: what a
+# task-cancel block stops (required; "noop" signals nothing, and the report says so).
 with markertools_adapters.connect("sqlite:///:memory:", executor="noop") as store:
-    store.load_world(loads_world(world_file.read_text(encoding="utf-8")))
+    store.load_world(example_world())
     report = deliver_turn(
         TURN,
         sender="t-lead",  # a task that exists in the world: the one whose turn this is

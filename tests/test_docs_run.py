@@ -115,6 +115,7 @@ def test_the_program_runs_as_written(block: Block, tmp_path: Path) -> None:
             command,
             cwd=cwd,
             env=_environment(block),
+            stdin=subprocess.DEVNULL,  # a server a block starts on stdio ends at EOF
             capture_output=True,
             text=True,
             timeout=300,

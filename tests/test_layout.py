@@ -234,11 +234,11 @@ FULLY_DRAWN = (
 
 
 def architecture_tree() -> list[str]:
-    """The paths the README's architecture tree draws ("src/markertools/deliver/loop.py",
+    """The paths docs/architecture.md's tree draws ("src/markertools/deliver/loop.py",
     ...), from its indentation (two spaces a level)."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     block = re.search(r"^```\n(src/\n.*?)^```$", readme, re.S | re.M)
-    assert block is not None, "README.md: the architecture tree (a block starting src/)"
+    assert block is not None, "docs/architecture.md: the tree (a block starting src/)"
     paths: list[str] = []
     stack: list[str] = []
     for line in block.group(1).splitlines():
@@ -274,7 +274,7 @@ def test_the_readme_architecture_tree_matches_the_files() -> None:
     assert sorted(packages - set(drawn)) == [], "draw every package of src/"
     for directory in FULLY_DRAWN:
         missing = sorted(on_disk(ROOT / directory) - set(drawn))
-        assert missing == [], f"README.md architecture tree: add {missing}"
+        assert missing == [], f"docs/architecture.md tree: add {missing}"
     named = {"deliver/codec.py", "deliver/automations_fire.py", "deliver/automations_admin.py"}
     assert {f"src/markertools/{n}" for n in named} <= set(drawn)
     codecs = {str(p.relative_to(ROOT)) for p in (ROOT / "src").rglob("*codec.py")}

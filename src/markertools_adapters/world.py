@@ -556,6 +556,19 @@ def merge_worlds(base: World, extra: World) -> tuple[World, World]:
 # ---- dumping ----------------------------------------------------------------------------
 
 
+def example_world() -> World:
+    """The example world every demo uses (the bundled copy of examples/worlds/shop.json,
+    what `markertools demo --print-world` prints): a project `p-shop`, a small task
+    lineage led by `t-lead`, todos, quotas and permissions - for quickstarts and tests,
+    from any directory."""
+    from importlib import resources
+
+    text = (resources.files("markertools_adapters") / "data" / "demo_world.json").read_text(
+        encoding="utf-8"
+    )
+    return loads_world(text)
+
+
 def world_to_json(world: World) -> dict[str, Any]:
     """The world file form of `world` (the same shape `world_from_json` reads)."""
     raw = _converter().unstructure(world)
