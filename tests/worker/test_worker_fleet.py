@@ -324,3 +324,23 @@ def test_a_long_wait_stops_the_idle_app_server_and_resumes_the_thread(
         first, second = seen["root_groups"]
         assert first != second  # a new app-server ...
         assert root.thread_id is not None and root.thread_id == seen["thread"]  # same thread
+
+
+@pytest.mark.rule("WRK-2")
+def test_a_task_whose_directory_is_a_planted_link_fails_naming_it(
+    offline_codex: Any, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-link", "[agent:any] work")
+        (tmp_path / "worktrees" / "h1").mkdir(parents=True)
+        (tmp_path / "worktrees" / "h1" / "t-link").symlink_to(outside)
+        assert run_host(WorkerHost(settings_for(offline_codex, tmp_path), store)) == 0
+        task = store.get_task("t-link")
+        assert task.status == "failed"
+        assert task.error_text.startswith(
+            "the task's directory could not be prepared: the task directory"
+        )
+        assert "is a symbolic link (to" in task.error_text
+        assert os.listdir(outside) == []

@@ -26,6 +26,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "the turn could not be delivered (the store answered but could not finish it): {detail}",
         "zh": "该回合无法投递（存储有应答但无法完成）：{detail}",
     },
+    "worker.dir_refused": {
+        "en": "the task's directory could not be prepared: {detail}",
+        "zh": "无法准备任务目录：{detail}",
+    },
     "worker.app_server_failed": {
         "en": "the codex app-server could not run the task: {detail}",
         "zh": "codex app-server 无法运行该任务：{detail}",

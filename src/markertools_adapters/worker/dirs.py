@@ -5,7 +5,9 @@
 # branch `markertools/<task id>`; else an empty directory. A requeued task finds its
 # directory as it was left.
 #
-# Must never: place a directory outside the root, or reuse another task's directory.
+# Must never: place a directory outside the root, or reuse another task's directory; follow
+# a symbolic link at `<host>` or at the task's directory (a link planted there would send
+# the agent - and a chmod - outside the root: refused, naming the link).
 from __future__ import annotations
 
 import os
@@ -40,11 +42,28 @@ def local_repo(repo_url: str | None) -> Path | None:
     return None
 
 
+def _no_link(path: Path, what: str) -> None:
+    """Refuse a symbolic link (or anything but a directory) where a directory belongs."""
+    if path.is_symlink():
+        raise ValueError(
+            f"{what} {path} is a symbolic link (to {os.readlink(path)}): refused - a task's"
+            " directory is never reached through a link; remove it"
+        )
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{what} {path} exists and is not a directory: refused")
+
+
 def prepare_task_dir(root: Path, host: str, task_id: str, repo: Path | None) -> Path:
     """Create (or find again) the task's directory, 0700; a git worktree on
-    `markertools/<task id>` when `repo` is given. Returns its absolute path."""
-    path = task_dir(root.absolute(), host, task_id)
+    `markertools/<task id>` when `repo` is given. Returns its absolute path. ValueError
+    when `<host>` or the task's directory is a symbolic link (or not a directory), or
+    when either resolves outside the root."""
+    base = root.absolute()
+    path = task_dir(base, host, task_id)
+    _no_link(path.parent, "the host directory")
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _no_link(path.parent, "the host directory")
+    _no_link(path, "the task directory")
     if repo is not None and not path.exists():
         branch = f"markertools/{task_id}"
         exists = subprocess.run(
@@ -58,6 +77,14 @@ def prepare_task_dir(root: Path, host: str, task_id: str, repo: Path | None) -> 
         done = subprocess.run(argv, capture_output=True, text=True, timeout=_GIT_TIMEOUT)
         if done.returncode != 0:
             raise OSError(f"git worktree add failed: {done.stderr.strip()[:300]}")
+    _no_link(path, "the task directory")
     path.mkdir(mode=0o700, exist_ok=True)
-    os.chmod(path, 0o700)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # the link-free one
+    try:
+        os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+    real_root = os.path.realpath(base)
+    if os.path.commonpath([os.path.realpath(path), real_root]) != real_root:
+        raise ValueError(f"the task directory {path} resolves outside the root {base}: refused")
     return path

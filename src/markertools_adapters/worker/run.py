@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import threading
 import time
@@ -78,6 +79,8 @@ GOAL_PREFIX: Final[str] = "/goal "
 _INTERRUPT_WAIT: Final[float] = 0.5  # seconds a cancelled turn gets before SIGKILL
 _STOP_WAIT: Final[float] = 5.0
 _DELIVERY_TRIES: Final[int] = 3  # a delivery the store answers but cannot finish
+RESULT_TEXT_CHARS: Final[int] = 200_000  # what the store keeps of a final message
+RESULT_FILE: Final[str] = ".markertools-result.txt"  # the whole of a longer one
 
 _log = logging.getLogger("markertools.worker")
 T = TypeVar("T")
@@ -216,7 +219,7 @@ class TaskRun:
                 prepare_task_dir, settings.worktrees, settings.host, self.task_id, repo
             )
         except (OSError, ValueError) as exc:
-            await self._fail(None, msg("worker.app_server_failed", detail=str(exc)), None)
+            await self._fail(None, msg("worker.dir_refused", detail=str(exc)), None)
             return
         self._directory = str(directory)
         if self.task.worktree != self._directory:
@@ -814,7 +817,8 @@ class TaskRun:
         await self.db.read(finish, self.task_id, key, **kw)
 
     async def _complete(self, turn_id: str, reply: str | None, cost: TurnCost) -> None:
-        await self._finish(turn_id, outcome="completed", result_text=reply or "", cost=cost)
+        result = await asyncio.to_thread(bounded_result, reply or "", self._directory)
+        await self._finish(turn_id, outcome="completed", result_text=result, cost=cost)
         self._emit("finished", status="completed", turn=self.turn)
 
     async def _fail(self, turn_id: str | None, reason: Any, cost: TurnCost | None) -> None:
@@ -874,6 +878,24 @@ class TaskRun:
         self._emit("requeued", reason="host stopping", ok=bool(result.ok))
         if not result.ok:
             _log.warning("task %s was not requeued: %s", self.task_id, result.error)
+
+
+def bounded_result(text: str, directory: str) -> str:
+    """What the store keeps of a task's final message (issue 37): at most
+    RESULT_TEXT_CHARS code points - the end of a longer one, after a line saying where
+    the whole text is (`RESULT_FILE` in the task's directory, written first)."""
+    if len(text) <= RESULT_TEXT_CHARS:
+        return text
+    where = f"{directory}/{RESULT_FILE}" if directory else "(no task directory)"
+    if directory:
+        fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as out:
+            out.write(text)
+    note = (
+        f"[markertools: the final message has {len(text):,} characters; the store keeps"
+        f" its last {RESULT_TEXT_CHARS:,} - the whole text is in {where}]\n"
+    )
+    return note + text[-RESULT_TEXT_CHARS:]
 
 
 def _params(raw: str) -> dict[str, Any]:
