@@ -22,6 +22,7 @@ from support.dots import plan, role
 from markertools.plans import (
     Cancel,
     Event,
+    Finish,
     Launch,
     Pause,
     QuotaObserved,
@@ -88,7 +89,7 @@ def test_a_paused_run_shows_why_its_alerts_notices_and_an_unknown_quota(tmp_path
         "  paused: paused on request",
         f"  quota: unknown since {SHOWN}: the window the plan watches (10080-min window) was not "
         "reported; the last report had 88% left of the 300-min window (bucket codex)",
-        "  notices pending: 1",
+        "  notices pending: 1 (the pause), not delivered yet",
         "  reader       paused             turns 1   reader: the fault is in parse.py",
         "  fixer        queued             turns 0",
         f"  alert {SHOWN}: the quota window to watch (bucket any, 10080 minutes) was not reported; "
@@ -114,10 +115,48 @@ def test_a_cancelled_run_does_not_list_its_roles_as_paused_or_queued(tmp_path: P
     assert status(root).splitlines()[:5] == [
         f"run {run_id}: cancelled (1/12 turns)",
         "  quota: not reported yet",
-        "  notices pending: 1",
+        "  notices pending: 1 (the cancellation), not delivered yet",
         "  reader       not finished (run cancelled) turns 1   reader: the fault is in parse.py",
         "  fixer        not finished (run cancelled) turns 0",
     ]
+
+
+@pytest.mark.rule("DOT-16", "DOT-13")
+def test_after_a_cancel_the_columns_stay_aligned_and_the_pending_notice_says_what_it_is(
+    tmp_path: Path,
+) -> None:
+    """Issue 36 item 7: a completed role beside one the cancel left unfinished used to
+    read "completed          turns 2" above "not finished (run cancelled) turns 0"; and
+    "notices pending: 1" said nothing of what was pending."""
+    root = tmp_path / "state"
+    raw = plan(role("reader", tmp_path), role("fixer", tmp_path), quota={"stopAtLeftPercent": None})
+    events: list[Event] = [
+        *first_turn(),
+        Finish("e5", "reader", "parse.py line 3", "d1"),
+        Launch("e6", "fixer"),
+        TurnStarted("e7", "fixer", "thread-2", "turn-2"),
+        TurnEnded("e8", "fixer", "d2", "fixer: fixed", "completed"),
+        Cancel("e9"),
+    ]
+    run_id = journal(root, raw, events)
+    lines = status(root).splitlines()
+    assert lines[:5] == [
+        f"run {run_id}: cancelled (2/12 turns)",
+        "  quota: not reported yet",
+        "  notices pending: 1 (the cancellation), not delivered yet",
+        "  reader       completed                    turns 1   reader: the fault is in parse.py",
+        "  fixer        not finished (run cancelled) turns 1   fixer: fixed",
+    ]
+    assert lines[3].index("turns") == lines[4].index("turns")
+
+
+@pytest.mark.rule("DOT-16", "DOT-13")
+def test_a_run_with_nothing_pending_shows_no_notice_line(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    run_id = journal(root, two_roles(tmp_path), [StartRun("e1")])
+    lines = status(root).splitlines()
+    assert lines[0] == f"run {run_id}: running (0/12 turns)"
+    assert not any("notices pending" in line for line in lines)
 
 
 @pytest.mark.rule("DOT-13")

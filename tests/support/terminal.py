@@ -25,7 +25,13 @@ WRAPPER = ("-m", "markertools_adapters.codex.fakemodel")
 class Terminal:
     """One program on a pseudo-terminal; `screen()` is everything it printed so far."""
 
-    def __init__(self, args: list[str], env: dict[str, str] | None = None, timeout: float = 120):
+    def __init__(
+        self,
+        args: list[str],
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+        columns: int = 250,
+    ):
         self._log = io.StringIO()
         self.child = pexpect.spawn(
             sys.executable,
@@ -33,7 +39,7 @@ class Terminal:
             env=env if env is not None else dict(os.environ),
             encoding="utf-8",
             timeout=timeout,
-            dimensions=(50, 250),
+            dimensions=(50, columns),
         )
         self.child.logfile_read = self._log
 
@@ -66,8 +72,8 @@ class Terminal:
         return ANSI.sub("", self._log.getvalue())
 
 
-def markertools(*args: str, env: dict[str, str] | None = None) -> Terminal:
-    return Terminal([*MARKERTOOLS, *args], env)
+def markertools(*args: str, env: dict[str, str] | None = None, columns: int = 250) -> Terminal:
+    return Terminal([*MARKERTOOLS, *args], env, columns=columns)
 
 
 def wrapped(home: Path, *args: str, env: dict[str, str] | None = None) -> Terminal:

@@ -56,11 +56,14 @@ def quota(state: RunState, ev: QuotaObserved, now: float) -> Result:
     verdict = quota_verdict(state.proposal.quota, ev.windows)
     if isinstance(verdict, QuotaUnobserved):
         if not state.quota_unobserved:
-            note = msg(
-                "plan.quota_unobserved",
-                bucket=or_any(verdict.bucket),
-                window=or_any(verdict.window_minutes),
-            )
+            if verdict.bucket is None and verdict.window_minutes is None:
+                note = msg("plan.quota_unobserved_any")  # any window would have done
+            else:
+                note = msg(
+                    "plan.quota_unobserved",
+                    bucket=or_any(verdict.bucket),
+                    window=or_any(verdict.window_minutes),
+                )
             state = alert(attrs.evolve(state, quota_unobserved=True), now, note)
         return state, Applied()
     state = attrs.evolve(state, quota_unobserved=False)

@@ -202,6 +202,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "the quota window to watch (bucket {bucket}, {window} minutes) was not reported; the quota stop could not be checked",
         "zh": "未返回需要监视的额度窗口（bucket {bucket}，{window} 分钟）；无法检查额度停止条件",
     },
+    "plan.quota_unobserved_any": {
+        "en": "no rate-limit window was reported; the quota stop could not be checked",
+        "zh": "未返回任何额度窗口；无法检查额度停止条件",
+    },
     # pause reasons
     "plan.tune_bad": {
         "en": "changes.{field} must be one of {allowed}, got {value}",

@@ -6,7 +6,9 @@
 #
 # Must never: approve anything on the person's behalf (a confirmation is "accept" only
 # when they type yes), act on a notice of another run than the one at the prompt, or
-# wait for a line after Ctrl-C.
+# wait for a line after Ctrl-C. An answer counts only when it is one of the prompt's
+# words exactly (`choose`: case and surrounding spaces aside); anything else is asked
+# again, so no choice - a cancel least of all - comes from a typo.
 from __future__ import annotations
 
 import asyncio
@@ -85,6 +87,57 @@ def _hand_over(
         loop.call_soon_threadsafe(lines.put_nowait, line)
 
 
+def accepted_answers(choices: dict[str, tuple[str, ...]]) -> str:
+    """The accepted answers of a prompt, for the line that asks again:
+    "n or next, f or finish, p or pause, c or cancel" (an empty word: Enter)."""
+    return ", ".join(
+        " or ".join(w if w else "Enter" for w in words) for words in choices.values()
+    )
+
+
+def shown_answer(answer: str) -> str:
+    """What the person typed, quoted on one line (at most 40 characters, escaped)."""
+    return '"' + one_line(answer, 40) + '"'
+
+
+async def choose(keyboard: Keyboard, prompt: str, choices: dict[str, tuple[str, ...]]) -> str:
+    """Ask `prompt` until the answer is one of `choices`' words (case-insensitive,
+    surrounding spaces ignored) and return its key. Anything else - a typo, a sentence
+    that merely starts with a letter of a choice - is asked again, naming the accepted
+    answers: no choice, least of all a destructive one, comes from a near miss."""
+    words = {w: key for key, ws in choices.items() for w in ws}
+    while True:
+        answer = (await keyboard.ask(prompt)).strip().lower()
+        if answer in words:
+            return words[answer]
+        sys.stdout.write(
+            f"{shown_answer(answer)} is not one of the answers; "
+            f"answer {accepted_answers(choices)}\n"
+        )
+
+
+DECISION_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "next": ("n", "next"),
+    "finish": ("f", "finish"),
+    "pause": ("p", "pause"),
+    "cancel": ("c", "cancel"),
+}
+PAUSED_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "resume": ("r", "resume"),
+    "cancel": ("c", "cancel"),
+    "quit": ("q", "quit"),
+}
+OFFER_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "resume": ("r", "resume"),
+    "new": ("n", "new"),
+    "quit": ("q", "quit"),
+}
+CONFIRM_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "accept": ("y", "yes"),
+    "decline": ("", "n", "no"),  # [y/N]: Enter is no
+}
+
+
 class TerminalConfirmer:
     """Shows what is to be confirmed and asks yes/no on the terminal (DOT-14)."""
 
@@ -94,8 +147,8 @@ class TerminalConfirmer:
     async def confirm(self, request: ConfirmRequest) -> ConfirmAnswer:
         sys.stdout.write(f"\n== {request.title}\n{request.text}\n")
         sys.stdout.flush()
-        answer = await self.keyboard.ask("Confirm? [y/N] ")
-        return "accept" if answer.strip().lower() in ("y", "yes") else "decline"
+        choice = await choose(self.keyboard, "Confirm? [y/N] ", CONFIRM_CHOICES)
+        return "accept" if choice == "accept" else "decline"
 
 
 class QueueNotifier:
@@ -152,24 +205,23 @@ async def terminal_loop(
         if view.state == "paused":
             reason = view.pause_detail or view.pause_reason or "not recorded"
             console.print(Text(f"\nrun paused: {one_line(reason)}", style="bold"))
-            answer = await keyboard.ask("[r]esume, [c]ancel or [q]uit (the run stays paused)? ")
-            choice = answer.strip().lower()[:1]
-            if choice == "q":
+            choice = await choose(
+                keyboard, "[r]esume, [c]ancel or [q]uit (the run stays paused)? ", PAUSED_CHOICES
+            )
+            if choice == "quit":
                 return own(sup, run_id)
-            if choice in ("r", "c"):
-                action = "resume" if choice == "r" else "cancel"
-                await _call(
-                    partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=action)
-                )
+            await _call(partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=choice))
             continue
         pending = _next_decision(view, answered)
         if pending is not None:
             role, decision = pending
             if shown != decision.id:
                 shown = decision.id
-                header = f"\nworker {role} awaits a decision (decisionId {decision.id})"
+                name = one_line(role, 60)
+                header = f"\nworker {name} awaits a decision (decisionId {one_line(decision.id)})"
                 console.print(Text(header, style="bold"))
-                console.print(Text(f"reply of {role}: {decision.reply_head or '(no reply)'}"))
+                reply = one_line(decision.reply_head) if decision.reply_head else "(no reply)"
+                console.print(Text(f"reply of {name}: {reply}"))
             if await _decide(sup, keyboard, run_id, role, decision.id):
                 answered.add(decision.id)
             continue
@@ -190,21 +242,18 @@ async def _decide(
     sup: Supervisor, keyboard: Keyboard, run_id: str, role: str, decision_id: str
 ) -> bool:
     """One answer to a decision prompt; False when it must be asked again."""
-    answer = await keyboard.ask(
-        "[n]ext instruction, [f]inish with a conclusion, [p]ause, [c]ancel? "
+    choice = await choose(
+        keyboard, "[n]ext instruction, [f]inish with a conclusion, [p]ause, [c]ancel? ",
+        DECISION_CHOICES,
     )
-    choice = answer.strip().lower()[:1]
-    if choice in ("n", "f"):
+    if choice in ("next", "finish"):
         label, method = (
-            ("instruction", sup.dispatch) if choice == "n" else ("conclusion", sup.finish)
+            ("instruction", sup.dispatch) if choice == "next" else ("conclusion", sup.finish)
         )
         text = await keyboard.ask(f"{label}: ")
         args = {label: text, "worker": role, "decision_id": decision_id}
         return await _call(partial(method, owner=TERMINAL_OWNER, run_id=run_id, **args))
-    if choice in ("p", "c"):
-        action = "pause" if choice == "p" else "cancel"
-        return await _call(partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=action))
-    return False
+    return await _call(partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=choice))
 
 
 async def _call(call: Any) -> bool:
@@ -269,15 +318,10 @@ async def offer_unfinished(sup: Supervisor, keyboard: Keyboard, raw: Any) -> str
         + "\n".join(status_lines(own(sup, run_id)))
         + f"\n(next time, take it back directly with: {resume_hint(run_id, sup.root)})\n"
     )
-    while True:
-        try:
-            answer = await keyboard.ask(f"[r]esume run {run_id}, start a [n]ew run, or [q]uit? ")
-        except EOFError:
-            return ""
-        choice = answer.strip().lower()[:1]
-        if choice == "r":
-            return run_id
-        if choice == "n":
-            return None
-        if choice == "q":
-            return ""
+    try:
+        choice = await choose(
+            keyboard, f"[r]esume run {run_id}, start a [n]ew run, or [q]uit? ", OFFER_CHOICES
+        )
+    except EOFError:
+        return ""
+    return run_id if choice == "resume" else None if choice == "new" else ""

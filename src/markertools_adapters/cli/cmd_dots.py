@@ -1,7 +1,8 @@
 # Owns: the commands `markertools dots run | status | threads | probe` (docs/cli.md,
 # DOT-13): their options, the supervisor in the foreground for `dots run` (the terminal
 # itself is `_dots_terminal`, a run's text `_dots_text`), Ctrl-C, and inspection of a
-# state directory. Also the host options every `dots` command shares (`host_settings`,
+# state directory. Only `run` (and `serve`) create a state directory; the inspection
+# commands (`status`, `probe`, `threads`) create nothing. Also the host options every `dots` command shares (`host_settings`,
 # `make_supervisor`), which `dots serve` uses too.
 #
 # Must never: approve anything on the person's behalf (a confirmation is "accept" only
@@ -12,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import shutil
 import signal
 import sys
 import time
@@ -111,6 +114,14 @@ def make_supervisor(
 # ---- dots run ------------------------------------------------------------------------
 
 
+def terminal_columns() -> int | None:
+    """The width of the terminal the confirmations are shown on (None: not a terminal,
+    the text keeps its default width)."""
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
+
+
 @dots_app.command("run")
 def run_cmd(
     plan: Annotated[
@@ -165,6 +176,7 @@ def run_cmd(
         idle_ms,
         confirmer=TerminalConfirmer(keyboard),
         notifier=notifier,
+        text_columns=terminal_columns,
     )
     code = asyncio.run(_run_foreground(sup, notifier, keyboard, raw, resume, as_json))
     raise typer.Exit(code)
@@ -361,8 +373,21 @@ def threads_cmd(
     if as_json:
         emit_json(result.to_json())
         return
+    if not result.threads:
+        filters = "".join(
+            f", {label} {value!r}" for label, value in (("--cwd", cwd), ("--search", search)) if value
+        )
+        sys.stdout.write(f"no threads in the Codex home {codex_home()}{filters}\n")
     for t in result.threads:
-        sys.stdout.write(f"{t.thread_id}  {t.cwd}  {t.preview or ''}\n")
+        shown = (one_line(t.thread_id), one_line(t.cwd or ""), one_line(t.preview or ""))
+        sys.stdout.write("  ".join(shown) + "\n")
+
+
+def codex_home() -> str:
+    """Where the codex processes of this command keep their threads: `$CODEX_HOME`,
+    else `~/.codex` (Codex's own default)."""
+    home = os.environ.get("CODEX_HOME")
+    return str(Path(home).expanduser()) if home else str(Path("~/.codex").expanduser())
 
 
 def _inspect(state_dir: Path | None, codex_bin: str | None, call: Any) -> Any:

@@ -124,8 +124,11 @@ class SupervisorCore(RunBook):
         request_timeout: float = 60.0,
         interrupt_grace: float = 10.0,
         locale: str = "en",
+        text_columns: Callable[[], int | None] | None = None,
     ) -> None:
         self.settings = checked_settings(settings or HostSettings())
+        # the width of the terminal that shows the confirmations (None: 72 columns of text)
+        self.text_columns = text_columns
         root = state_dir or self.settings.state_dir or default_state_dir()
         self.root = Path(root).expanduser()
         self.confirmer: Confirmer = confirmer or DeclineAll()
@@ -408,9 +411,10 @@ class SupervisorCore(RunBook):
         # DOT-8: a turn's end is also an observation: its model responses have just
         # updated the rate limits (`account/rateLimits/updated` precedes turn/completed),
         # so a threshold crossed by a short turn is seen before its decision goes out
+        # (issue 36: with nothing reported by then, this is the one "unknown" alert)
         limits = self.codex.rate_limits
-        if limits is not None and limits.windows() and run.state.status == "running":
-            self.submit(run, QuotaObserved(new_id(), limits.windows()))
+        if run.state.status == "running":
+            self.submit(run, QuotaObserved(new_id(), limits.windows() if limits else ()))
 
     async def _refused_request(self, run: RunSlot, role: str, kind: str, what: str) -> None:
         detail = msg("plan.paused.approval", role=role, request=kind, what=what)
@@ -471,6 +475,11 @@ class SupervisorCore(RunBook):
                 )
                 break
         limits = self.codex.rate_limits
+        if limits is None:
+            # issue 36: nothing reported since this supervisor started (the first poll
+            # comes as the first turn starts, before any model response): no
+            # observation, no "unknown" alert; the end of each turn observes (DOT-8)
+            return
         self.submit(run, QuotaObserved(new_id(), limits.windows() if limits else ()))
 
     async def _deliver(self, run: RunSlot, notice: Notice) -> None:

@@ -216,7 +216,8 @@ class Supervisor(SupervisorCore):
             all_ids[role.name] = history.turn_ids
         plan = self._check_proposal(proposal, cwds)  # PLN-2: the thread's cwd is known now
         confirmations: list[Confirmation] = []
-        for request in start_requests(plan, heads, self.settings, self.locale):
+        columns = self.text_columns() if self.text_columns is not None else None
+        for request in start_requests(plan, heads, self.settings, self.locale, columns):
             answer = await self.ask(request)
             confirmations.append(
                 Confirmation(self.clock(), request.step, answer == "accept", request.title)
