@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final, NoReturn
 
 import typer
 
@@ -97,11 +97,11 @@ def serve_cmd(
         asyncio.run(_serve(dots))
     except DotsError as exc:
         fail(exc.message)
-    except BaseExceptionGroup as group:  # the lifespan failed inside the SDK's task group
+    except BaseExceptionGroup as group:  # the lifespan or the server failed in a task group
         found = _dots_error(group)
-        if found is None:
-            raise
-        fail(found.message)
+        if found is not None:
+            fail(found.message)
+        _stopped(group)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
 
@@ -110,7 +110,12 @@ async def _serve(dots: DotsMcp) -> None:
     """Serve until standard input closes. Ctrl-C: the server stops, its lifespan closes
     the supervisor (children ended, host lock released, every run resumable), then the
     process exits 130 at once - the transport reads stdin in a worker thread that cannot
-    be interrupted (it is abandoned), so waiting for it would hang until the next line."""
+    be interrupted (it is abandoned), so waiting for it would hang until the next line.
+
+    The server and the wait for Ctrl-C are the two tasks of one TaskGroup (issue 35: no
+    unowned future): the first to end decides, the other is cancelled. An unexpected
+    exception of the server leaves the group as an ExceptionGroup, which `serve_cmd`
+    turns into one line on stderr and a clean exit."""
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
     try:
@@ -118,24 +123,51 @@ async def _serve(dots: DotsMcp) -> None:
     except NotImplementedError:  # pragma: no cover - Windows: KeyboardInterrupt as before
         await dots.run_stdio()
         return
-    serving = asyncio.ensure_future(dots.run_stdio())
-    waiting = asyncio.ensure_future(interrupted.wait())
+    served = asyncio.Event()
+
+    async def serve() -> None:
+        try:
+            await dots.run_stdio()
+        finally:
+            served.set()  # stdin closed (the usual end), or the server failed
+
     try:
-        await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        async with asyncio.TaskGroup() as group:
+            serving = group.create_task(serve(), name="dots serve: MCP server")
+            waiting = group.create_task(interrupted.wait(), name="dots serve: Ctrl-C")
+            await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if not interrupted.is_set():
+                waiting.cancel()  # the server ended: its error, if any, leaves the group
+            else:
+                serving.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(dots.idle.wait(), CLOSE_SECONDS)
+                sys.stderr.write(
+                    "markertools: interrupted; the runs stay in the state directory, "
+                    "paused-safe\n"
+                )
+                sys.stderr.flush()
+                os._exit(130)  # never waits for the abandoned stdin thread
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-    if not interrupted.is_set():
-        waiting.cancel()
-        serving.result()  # stdin closed: the usual end (or the error the server raised)
-        return
-    serving.cancel()
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(dots.idle.wait(), CLOSE_SECONDS)
+
+
+def _stopped(group: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """An unexpected exception of the server (issue 35): logged with its traceback at
+    debug level, said in one line on stderr, exit 1 - never a traceback on stderr. The
+    supervisor was closed by the lifespan on the way out (runs stay resumable)."""
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup) and first.exceptions:
+        first = first.exceptions[0]
+    if isinstance(first, KeyboardInterrupt):
+        raise typer.Exit(130) from None
+    logging.getLogger("markertools.dots").debug("dots serve stopped", exc_info=group)
+    detail = " ".join(str(first).split())[:300] or type(first).__name__
     sys.stderr.write(
-        "markertools: interrupted; the runs stay in the state directory, paused-safe\n"
+        f"markertools: dots serve stopped on an internal error ({type(first).__name__}: "
+        f"{detail}); the runs stay in the state directory, paused-safe\n"
     )
-    sys.stderr.flush()
-    os._exit(130)
+    raise typer.Exit(1)
 
 
 def _dots_error(group: BaseExceptionGroup[BaseException]) -> DotsError | None:
