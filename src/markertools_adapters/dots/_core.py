@@ -11,7 +11,8 @@
 #   Rule 1: a run changes only through `RunBook.submit` (DOT-1) and nothing acts on an
 #           event before it is durable (`durable()`).
 #   Rule 2: launch admission is `plans.admit` over every run (DOT-6): at most
-#           `maxConcurrent` turns on the host, never two in one directory (real paths).
+#           `maxConcurrent` turns on the host, never two in one directory (compared by
+#           device and inode: a symlink or a bind mount is the same directory).
 #   Rule 3: nothing is ever approved: an approval or input request is refused, its
 #           turn interrupted and its run paused with an alert (DOT-7).
 #   Rule 4: every background task is a child of `Background`; an unexpected exception
@@ -30,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
@@ -312,9 +314,17 @@ class SupervisorCore(RunBook):
                 self.spawn(run, f"ending the idle worker {name}", worker.close(grace=2.0))
 
     def cwd_key(self, cwd: str) -> str:
-        """The directory key admission compares (DOT-6): the real path, every symlink
-        resolved, so a directory and a link to it are one directory. A path that cannot
-        be resolved is compared as written."""
+        """The directory key admission compares (DOT-6): the directory's identity, its
+        device and inode (`os.stat` follows every symlink), so a directory, a symlink
+        to it and a bind mount of it are one directory (issue 37 item 10: path strings
+        told a bind mount apart). A directory that cannot be stat'ed (not made yet) is
+        keyed by its real path, then as written."""
+        try:
+            found = os.stat(cwd)
+        except (OSError, ValueError):
+            found = None
+        if found is not None and stat.S_ISDIR(found.st_mode):
+            return f"dev {found.st_dev} inode {found.st_ino}"
         try:
             return normalize_cwd(os.path.realpath(cwd))
         except (OSError, ValueError):
