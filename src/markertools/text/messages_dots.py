@@ -157,6 +157,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "budget is required with action budget (the new maxTurns)",
         "zh": "action 为 budget 时必须给出 budget（新的 maxTurns）",
     },
+    "dots.err.too_long": {
+        "en": "{field} must be at most {max} characters (Codex's limit on a turn's input), got {n}",
+        "zh": "{field} 最多 {max} 个字符（Codex 对一轮输入的限制），实际为 {n}",
+    },
     "dots.err.blank": {
         "en": "{field} must be a non-empty string",
         "zh": "{field} 必须是非空字符串",

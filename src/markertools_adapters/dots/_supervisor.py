@@ -80,6 +80,7 @@ from markertools_adapters.dots._views import (
 __all__ = ["WORKER_ENV", "Supervisor", "quota_windows"]
 
 MAX_WAIT_MS: Final[int] = 240_000
+MAX_TEXT_CHARS: Final[int] = 1_048_576  # an instruction or conclusion (Codex's turn input limit)
 ACTIONS: Final[tuple[str, ...]] = ("pause", "resume", "cancel", "budget")
 
 
@@ -98,9 +99,13 @@ class Supervisor(SupervisorCore):
         return DotsError(msg(key, **args).render(self.locale), argument)
 
     def _text(self, value: object, field: str) -> str:
-        """Text a person typed (the terminal) or a tool sent: blank is no answer."""
+        """Text a person typed (the terminal) or a tool sent: blank is no answer, and
+        more than MAX_TEXT_CHARS is refused (its event line must stay within the log's
+        line bound, `planstore.MAX_LINE_BYTES`)."""
         if not isinstance(value, str) or not value.strip():
             raise self._err("dots.err.blank", field, field=field)
+        if len(value) > MAX_TEXT_CHARS:
+            raise self._err("dots.err.too_long", field, field=field, max=MAX_TEXT_CHARS, n=len(value))
         return value
 
     def run_of(self, owner: str, run_id: str) -> RunSlot:
