@@ -83,8 +83,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     },
     # refusals of supervisor calls (DOT-13): one sentence naming the argument
     "dots.err.no_codex": {
-        "en": "no codex executable: install @openai/codex or set codexBin (--codex-bin)",
-        "zh": "找不到 codex 可执行文件：请安装 @openai/codex 或设置 codexBin（--codex-bin）",
+        "en": "no codex executable: none was given with --codex-bin and there is no codex on PATH; install @openai/codex, or give --codex-bin PATH",
+        "zh": "找不到 codex 可执行文件：未通过 --codex-bin 指定，PATH 中也没有 codex；请安装 @openai/codex，或使用 --codex-bin PATH",
     },
     "dots.err.codex_failed": {
         "en": "codex at {binary} could not run: {detail}",

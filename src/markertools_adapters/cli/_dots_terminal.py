@@ -14,8 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
+import shutil
 import sys
 import threading
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -273,8 +276,39 @@ class NotResumable(MarkertoolsError):
     """`--resume RUN` names no unfinished run of the terminal (exit 2, one line)."""
 
 
-def resume_hint(run_id: str, root: Path) -> str:
-    return f"markertools dots run --resume {run_id} --state-dir {root}"
+WRAPPED_BY: Final[str] = "MARKERTOOLS_WRAPPED_BY"  # set by the fake-model wrapper (shell words)
+
+
+def this_program() -> list[str]:
+    """How this `markertools` was started, as words a shell runs again: the console
+    script by name when PATH finds this one, else by its path; `python -m markertools`
+    as such."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0.endswith("__main__.py"):
+        return [sys.executable, "-m", "markertools"]
+    if os.path.basename(argv0) == "markertools":
+        found = shutil.which("markertools")
+        with contextlib.suppress(OSError):
+            if found is not None and os.path.samefile(found, argv0):
+                return ["markertools"]
+        return [os.path.abspath(argv0)]
+    return ["markertools"]
+
+
+def resume_hint(run_id: str, root: Path, options: Sequence[str] = ()) -> str:
+    """The whole command that takes run `run_id` back (issue 36): the wrapper it ran
+    under (`MARKERTOOLS_WRAPPED_BY`, the fake-model wrapper with its kept CODEX_HOME),
+    this program, `--resume`, the state directory and every option the run needs
+    (`options`: `--codex-bin`, host settings that differ from their defaults), all
+    shell-quoted: copied to a shell, it runs the run again as it ran."""
+    wrapper = os.environ.get(WRAPPED_BY, "")
+    try:
+        prefix = shlex.split(wrapper)
+    except ValueError:
+        prefix = []
+    words = [*prefix, *this_program(), "dots", "run", "--resume", run_id]
+    words += ["--state-dir", str(root.absolute()), *options]
+    return shlex.join(words)
 
 
 async def reattach(sup: Supervisor, run_id: str) -> str:
@@ -293,7 +327,9 @@ async def reattach(sup: Supervisor, run_id: str) -> str:
     return run_id
 
 
-async def offer_unfinished(sup: Supervisor, keyboard: Keyboard, raw: Any) -> str | None:
+async def offer_unfinished(
+    sup: Supervisor, keyboard: Keyboard, raw: Any, options: Sequence[str] = ()
+) -> str | None:
     """Before starting PLAN again: an unfinished run of the terminal for the same
     proposal is offered first. Returns the run to take back, "" to quit, None to
     start a new run."""
@@ -316,7 +352,7 @@ async def offer_unfinished(sup: Supervisor, keyboard: Keyboard, raw: Any) -> str
     sys.stdout.write(
         f"this plan already has an unfinished run in {sup.root}:\n"
         + "\n".join(status_lines(own(sup, run_id)))
-        + f"\n(next time, take it back directly with: {resume_hint(run_id, sup.root)})\n"
+        + f"\n(next time, take it back directly with: {resume_hint(run_id, sup.root, options)})\n"
     )
     try:
         choice = await choose(

@@ -22,7 +22,7 @@ from markertools_adapters.dots._visible import visible
 ALERTS_SHOWN: Final[int] = 3  # the newest alerts a status shows, one line each
 
 
-def one_line(text: object, limit: int = 300) -> str:
+def one_line(text: object, limit: int = 1000) -> str:
     """`text` on one line for a person: runs of white space as one space, invisible
     characters escaped (`_visible`), at most `limit` characters (then "…")."""
     line = visible(" ".join(str(text).split()))

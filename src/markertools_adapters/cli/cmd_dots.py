@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -114,6 +116,24 @@ def make_supervisor(
 # ---- dots run ------------------------------------------------------------------------
 
 
+class _OneLine(logging.Formatter):
+    """A log record at the terminal: "markertools: <message>" on one line, never a
+    traceback (the alert of the run says what failed; issue 36)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "markertools: " + one_line(record.getMessage())
+
+
+def one_line_log() -> None:
+    """`dots run`'s log: warnings and errors of markertools on stderr, one line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    logger = logging.getLogger("markertools")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+
+
 def terminal_columns() -> int | None:
     """The width of the terminal the confirmations are shown on (None: not a terminal,
     the text keeps its default width)."""
@@ -165,6 +185,7 @@ def run_cmd(
             fail(f"{plan}: not JSON: {exc}")
     elif not (resume or "").strip():
         fail("--resume: must be a run id")
+    one_line_log()
     keyboard = Keyboard()
     notifier = QueueNotifier()
     sup = make_supervisor(
@@ -178,8 +199,29 @@ def run_cmd(
         notifier=notifier,
         text_columns=terminal_columns,
     )
-    code = asyncio.run(_run_foreground(sup, notifier, keyboard, raw, resume, as_json))
+    options = resume_options(codex_bin, max_concurrent, poll_ms, max_runs, idle_ms)
+    code = asyncio.run(_run_foreground(sup, notifier, keyboard, raw, resume, as_json, options))
     raise typer.Exit(code)
+
+
+def resume_options(
+    codex_bin: str | None, max_concurrent: int, poll_ms: int, max_runs: int, idle_ms: int
+) -> list[str]:
+    """The options a `--resume` of this run needs again (issue 36): `--codex-bin` when
+    given (as an absolute path when it is a path), and each host setting that differs
+    from its default. Never a JSON field name: the words a person types."""
+    out: list[str] = []
+    if codex_bin:
+        out += ["--codex-bin", os.path.abspath(codex_bin) if os.sep in codex_bin else codex_bin]
+    for option, value, default in (
+        ("--max-concurrent", max_concurrent, 3),
+        ("--poll-ms", poll_ms, 30_000),
+        ("--max-runs", max_runs, 8),
+        ("--idle-ms", idle_ms, 60_000),
+    ):
+        if value != default:
+            out += [option, str(value)]
+    return out
 
 
 async def _run_foreground(
@@ -189,6 +231,7 @@ async def _run_foreground(
     raw: Any,
     resume: str | None,
     as_json: bool,
+    options: Sequence[str] = (),
 ) -> int:
     try:
         await sup.open()
@@ -211,7 +254,7 @@ async def _run_foreground(
             if resume is not None:
                 run_id = await reattach(sup, resume)
             else:
-                offered = await offer_unfinished(sup, keyboard, raw)
+                offered = await offer_unfinished(sup, keyboard, raw, options)
                 if offered == "":
                     return 0
                 if offered is not None:
@@ -230,7 +273,7 @@ async def _run_foreground(
             return 1
         final = await terminal_loop(sup, notifier, keyboard, run_id)
         if final.state == "paused":
-            hint = resume_hint(run_id, sup.root)
+            hint = resume_hint(run_id, sup.root, options)
             sys.stdout.write(f"run {run_id} stays paused; resume it with: {hint}\n")
     except (asyncio.CancelledError, EOFError):
         if run_id is None:
@@ -242,7 +285,7 @@ async def _run_foreground(
         final = own(sup, run_id)
         if not final.finished:
             sys.stdout.write(
-                f"\npaused run {run_id}; resume it with: {resume_hint(run_id, sup.root)}\n"
+                f"\npaused run {run_id}; resume it with: {resume_hint(run_id, sup.root, options)}\n"
             )
     finally:
         loop.remove_signal_handler(signal.SIGINT)
