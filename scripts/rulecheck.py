@@ -40,12 +40,10 @@ NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
     {
         "FLT-1",
         "FLT-2",
-        "FLT-3",
         "FLT-4",
         "FLT-5",
         "FLT-6",
         "FLT-7",
-        "FLT-8",
         "APR-1",
         "APR-2",
         "APR-3",

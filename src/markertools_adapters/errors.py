@@ -53,6 +53,7 @@ so `except TimeoutError` or `except ValueError` still catches what it caught::
     ├── PermissionLookupTimeout            | TimeoutError permissions: the lookup did not answer
     ├── PermissionLookupError              | RuntimeError permissions: it answered a non-bool
     ├── NotLoopback                        | ValueError   tools: `--http` names no loopback address
+    ├── OutageTooLong                      a store stayed unavailable past --store-outage-seconds
     ├── UsageFailure                       cli: a usage error or unreadable input (exit 2)
     └── NotResumable                       cli: `dots run --resume` names no unfinished run
 
@@ -66,9 +67,11 @@ from __future__ import annotations
 
 from typing import Final
 
+import markertools
 
-class MarkertoolsError(Exception):
-    """Root of every exception markertools_adapters raises on purpose (docs/errors.md)."""
+# FLT-8: the root is the core's (`markertools.MarkertoolsError`), so one `except` catches
+# what the core and the adapters raise; it is re-exported here for the older import path.
+MarkertoolsError = markertools.MarkertoolsError
 
 
 class StoreError(MarkertoolsError):

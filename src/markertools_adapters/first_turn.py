@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from markertools import (
     FRESH_STARTS,
     INJECTED_TODOS,
@@ -113,6 +115,7 @@ def first_turn_prompt(
     memory: Sequence[str] = (),
     locale: str = "en",
     memory_trusted: bool = False,
+    recovered: Sequence[str] = (),
 ) -> FirstTurnPrompt:
     """The prompt (and goal) to run `task` with on this claim (INJ-1..5, ATT-4).
 
@@ -122,7 +125,8 @@ def first_turn_prompt(
     usually written by a model) are framed as data (INJ-7); pass `memory_trusted=True`
     only when you vouch for every snippet - they are then pasted verbatim. Never raises
     for a failing port (Rule 1); an unknown `start` is a caller error (ValueError naming
-    the allowed values, INJ-1)."""
+    the allowed values, INJ-1). `recovered` (FLT-2): the messages of the reports
+    `recover_pending_turns` produced for this claim - the preamble shows them."""
     projects = projects if projects is not None else _from(ports, "projects")
     todos = todos if todos is not None else _from(ports, "todos")
     attempts = attempts if attempts is not None else _from(ports, "attempts")
@@ -136,6 +140,8 @@ def first_turn_prompt(
         memory=memory,
         memory_trusted=memory_trusted,
     )
+    if recovered:
+        inputs = attrs.evolve(inputs, recovered=tuple(recovered))
     try:
         return assemble_first_turn(inputs, random, locale)
     except Exception as exc:  # Rule 1: e.g. the random source (framing nonces) failed

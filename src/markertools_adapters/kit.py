@@ -33,12 +33,13 @@ from typing import Any, TypeVar
 
 import attrs
 
+from markertools import Claim
 from markertools_adapters.memory import MemoryState, MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 KIT_PRIMITIVES: tuple[str, ...] = ("kit_lock", "kit_load", "kit_save")
-_NOT_WRAPPED = frozenset({"from_world", "atomic", "close"})
+_NOT_WRAPPED = frozenset({"from_world", "atomic", "fenced", "close"})
 
 
 def copy_state(state: MemoryState) -> MemoryState:
@@ -119,6 +120,13 @@ class StoreKit(MemoryStore):
         """One kit transaction around the block (DeliveryJournal.atomic, TRN-9): saved
         when the block returns, nothing saved when it raises."""
         with self._kit_session(), MemoryStore.atomic(self):
+            yield
+
+    @contextlib.contextmanager
+    def fenced(self, claim: Claim) -> Iterator[None]:
+        """FLT-1: one kit transaction that first checks `claim` still holds its task
+        (LeaseLost, nothing saved, when it does not)."""
+        with self._kit_session(), MemoryStore.fenced(self, claim):
             yield
 
 

@@ -27,6 +27,7 @@ from markertools import (
     Clock,
     CostLookup,
     DeliveryJournal,
+    Fencing,
     FollowupQueue,
     FollowupTaker,
     LeaseStore,
@@ -201,7 +202,15 @@ def store_ports(
         waiter=waiter,
         journal=_journal_of(store) if journal is True else (journal or None),
         calls=_calls_of(store),
+        fencing=_fencing_of(store),
     )
+
+
+def _fencing_of(store: object) -> Fencing | None:
+    """FLT-1: the store as the fencing port when it has one (every bundled store does)."""
+    if all(callable(getattr(store, name, None)) for name in ("fenced", "pending_turns")):
+        return store  # type: ignore[return-value]
+    return None
 
 
 def _calls_of(store: object) -> CallLedger | None:

@@ -281,13 +281,20 @@ class TouchRecorder:
 
     # ---- AttemptLedger
     def requeue_platform(
-        self, task_id: str, expected_status: str, kind: str, checkpoint_round: int, now: float
+        self,
+        task_id: str,
+        expected_status: str,
+        kind: str,
+        checkpoint_round: int,
+        now: float,
+        *,
+        reason: str | None = None,
     ) -> RequeueResult:
         """AttemptLedger.requeue_platform; the task's row before it is read first."""
         if task_id not in self.tasks_before:
             self.tasks_before[task_id] = self.store.get_task(task_id)
         result: RequeueResult = self.store.requeue_platform(
-            task_id, expected_status, kind, checkpoint_round, now
+            task_id, expected_status, kind, checkpoint_round, now, reason=reason
         )
         return result
 

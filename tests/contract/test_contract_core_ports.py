@@ -93,8 +93,8 @@ def test_count_children_ignores_coordinator_subtasks(make_store: MakeStore) -> N
 
 def test_insert_task_refuses_an_existing_id(make_store: MakeStore) -> None:
     store = make_store(World(tasks=(_task("a"),)))
-    store.insert_task(_task("b", "a", prompt="new"))
-    assert store.get_task("b") == _task("b", "a", prompt="new")
+    store.insert_task(_task("b", "a", prompt="new", created_at=5.0))
+    assert store.get_task("b") == _task("b", "a", prompt="new", created_at=5.0)
     with pytest.raises(ValueError):
         store.insert_task(_task("a", prompt="other"))
     assert store.get_task("a") == _task("a")
@@ -275,3 +275,22 @@ def test_export_is_canonical_whatever_the_load_order(make_store: MakeStore) -> N
 def test_world_load_refuses_duplicate_ids(make_store: MakeStore) -> None:
     with pytest.raises(ValueError):
         make_store(World(projects=(Project("p"),), tasks=(_task("a"), _task("a", prompt="x"))))
+
+
+@pytest.mark.rule("FLT-5")
+def test_a_task_inserted_without_created_at_gets_the_store_clocks_now(
+    make_store: MakeStore,
+) -> None:
+    """FLT-5: `Task(...)` leaves created_at at 0 ("not given"); the store stamps its
+    clock's now, so a task made through the library never jumps ahead of older ones."""
+    import time
+
+    store = make_store(World(tasks=(_task("old", created_at=1000.0),)))
+    before = time.time()
+    store.insert_task(_task("new"))
+    after = time.time()
+    stamped = store.get_task("new")
+    assert stamped is not None and before <= stamped.created_at <= after
+    store.insert_task(_task("given", created_at=42.5))  # a given time is kept
+    given = store.get_task("given")
+    assert given is not None and given.created_at == 42.5

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from markertools import CostRow, FinishedTurn, Quota, Task, TurnCost
+from markertools import CostRow, FinishedTurn, Quota, Task, TurnCost, finish_digest
 from markertools_adapters.errors import UnknownTask
 from markertools_adapters.world import World
 
@@ -49,7 +49,10 @@ def test_a_completed_turn_sets_the_status_records_the_cost_and_charges_once(
         "t1", "turn-1", outcome="completed", result_text="all done", cost=TurnCost(0.1, 1200)
     )
     cost = CostRow("t1", 1, Decimal("0.1"), 1200, False, True)
-    assert done == FinishedTurn("t1", "turn-1", "completed", True, cost, Quota("u1", 10, "0.1"))
+    digest = finish_digest("completed", "all done", None, TurnCost(0.1, 1200), False)
+    assert done == FinishedTurn(
+        "t1", "turn-1", "completed", True, cost, Quota("u1", 10, "0.1"), digest=digest
+    )
     task = store.get_task("t1")
     assert (task.status, task.result_text) == ("completed", "all done")
     assert store.task_costs("t1") == (cost,)

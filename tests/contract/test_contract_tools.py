@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import pytest
 
 from markertools import (
@@ -323,21 +324,27 @@ def test_goal_and_coordinator_tasks_are_refused_every_tool(
     assert store.export_world(NOW) == before
 
 
-@pytest.mark.rule("TOL-2")
+@pytest.mark.rule("TOL-2", "FLT-7")
 @pytest.mark.parametrize(
     ("status", "why"),
     [
         ("interrupted", "the sender was cancelled"),
         ("completed", "refused: the bound task is not running (completed); nothing changed"),
+        ("queued", "refused: the bound task is not running (queued); nothing changed"),
     ],
 )
 def test_a_sender_that_is_not_running_changes_nothing(
     make_store: MakeStore, status: str, why: str
 ) -> None:
+    """FLT-7: nothing is applied; the refusal itself is the one audit record."""
     store = make_store(_world(_task("t1", status)))
     before = store.export_world(NOW)
     result = deliver_call("todo_create", {"title": "x"}, sender="t1", ports=_ports(store))
     assert (result.entry.outcome, result.entry.reason.render()) == ("rejected", why)
-    assert store.export_world(NOW) == before
+    after = store.export_world(NOW)
+    assert attrs.evolve(after, audit=()) == attrs.evolve(before, audit=())
+    assert [(a.sender, a.kind, a.outcome, a.reason, a.source) for a in after.audit] == [
+        ("t1", "todo-create", "rejected", why, "tool")
+    ]
     unknown = deliver_call("todo_create", {"title": "x"}, sender="zz", ports=_ports(store))
     assert unknown.entry.reason.render() == "the sender task does not exist"

@@ -47,11 +47,15 @@ def test_the_same_turn_id_with_other_text_is_refused_and_changes_nothing(
     error = raised.value
     assert isinstance(error, ValueError)
     assert (error.sender, error.turn_id) == ("t-s", "turn-1")
-    assert (error.stored, error.given) == (turn_digest(TURN), turn_digest(OTHER))
+    assert (error.stored, error.given) == (
+        turn_digest(TURN) + "|outcome:completed",
+        turn_digest(OTHER) + "|outcome:completed",
+    )
     assert str(error) == (
         "turn id 'turn-1' of sender 't-s' was already delivered with other input (journalled"
-        f" digest {_digest_head(TURN)}…, this one {_digest_head(OTHER)}…): nothing was run or"
-        " replayed; a turn id names one turn of one sender task - give a new turn its own id"
+        f" digest {_digest_head(TURN)}…/completed, this one {_digest_head(OTHER)}…/completed):"
+        " nothing was run or replayed; a turn id names one turn of one sender task - give a"
+        " new turn its own id"
     )
     assert snapshot(store) == before  # no task, todo, audit record or follow-up more
     assert not any(t.title.startswith("a todo the first") for t in store.export_world(NOW).todos)

@@ -115,7 +115,7 @@ class DeliveryMachine(RuleBasedStateMachine):
             outcome == "completed"
             and not is_goal_task(sender)
             and not sender.is_coordinator
-            and sender.status != "interrupted"
+            and sender.status == "running"  # FLT-7: only a running sender delivers
         )
 
         # exactly one entry per block (or none when nothing was delivered)

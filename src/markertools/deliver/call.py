@@ -21,11 +21,22 @@
 #           the block at position 0 (with its effect, as a block), the finished result at
 #           FINISHED_POSITION; a repeat returns that result with `replayed=True` and
 #           changes nothing (TOL-5).
+#   Rule 3 (FLT-6): with a call id, the digest of (kind, arguments) is journalled at
+#           DIGEST_POSITION together with the call's position for its kind's cap
+#           (CALL_USE_POSITION), in the transaction that counts the call: a repeat with
+#           other arguments raises CallIdReused; a retry after a crash reuses the
+#           position instead of counting the call again (FLT-2).
+#   Rule 4 (FLT-1): with `claim=` every write (the count, the block, the held follow-up,
+#           the result) is fenced; a stale claim raises LeaseLost.
+#   Rule 5 (FLT-7): a refused sender that exists gets an audit record of the refusal.
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 import attrs
@@ -39,11 +50,19 @@ from markertools.deliver.loop import (
     _block,
     _cancel_signal,
     _check_deadline,
+    checked_claim,
+    holds,
 )
-from markertools.deliver.once import FINISHED_POSITION, TurnJournal
+from markertools.deliver.once import (
+    CALL_USE_POSITION,
+    DIGEST_POSITION,
+    FINISHED_POSITION,
+    TurnJournal,
+)
 from markertools.deliver.report import ReportEntry
-from markertools.domain.model import Task, checked_value, is_goal_task
-from markertools.domain.ports import Ports
+from markertools.domain.errors import CallIdReused, LeaseLost
+from markertools.domain.model import AuditRecord, Task, checked_value, is_goal_task
+from markertools.domain.ports import Claim, Ports
 from markertools.inject.inert import inert
 from markertools.parse.jsonstrict import MAX_BODY_CHARS, MAX_DEPTH
 from markertools.parse.kinds import KIND_BY_NAME, KINDS
@@ -225,6 +244,21 @@ def _result_from_json(text: str) -> CallResult:
         raise ValueError(f"damaged call result: {exc}") from None
 
 
+def call_digest(kind: str, arguments: object) -> str:
+    """FLT-6: the digest journalled with a call id: "args:" + the SHA-256 of the canonical
+    JSON of [kind, arguments] (keys sorted). Arguments JSON cannot spell (too deep, not
+    finite, not a mapping) are digested by their refusal, so the same bad input still
+    replays. Linear in the arguments' size (callers bound it first)."""
+    body = arguments_body(arguments)
+    if isinstance(body, Msg):
+        canonical = json.dumps([kind, "!", body.key, repr(body.args)[:400]], ensure_ascii=False)
+    else:
+        canonical = json.dumps(
+            [kind, json.loads(body)], ensure_ascii=False, sort_keys=True, separators=(",", ":")
+        )
+    return "args:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _sender_refusal(task: Task | None) -> Msg | None:
     """TOL-2 / TOL-7: why this sender may not call a tool at all (None: it may)."""
     if task is None:
@@ -317,6 +351,7 @@ def deliver_call(
     call_id: str | None = None,
     deadline: float | None = DEFAULT_DELIVERY_DEADLINE,
     cancel: object = None,
+    claim: Claim | None = None,
 ) -> CallResult:
     """Deliver one same-turn tool call of `sender` (TOL-2): a one-block turn through the
     same validation, clamps, gates, handler, audit record (source "tool") and journal as
@@ -332,13 +367,20 @@ def deliver_call(
         locale: "en" / "zh" for the texts.
         call_id: the call's idempotency key (TOL-5): with one (and `ports.journal`), the
             call is applied at most once per (sender, call id); a repeat returns the first
-            result with `replayed=True`.
+            result with `replayed=True`. The same call id with other arguments raises
+            `CallIdReused` (FLT-6), nothing run or written; a retry after a crash
+            counts toward the cap once (FLT-2).
         deadline, cancel: as for deliver_turn (TRN-11): bounds on a poll or wait.
+        claim: as for deliver_turn (FLT-1): every write fenced, LeaseLost once the claim
+            lost the task. The worker host passes it; a stand-alone tools server binds by
+            token only (a token is revoked when its task leaves `running`).
 
     The caps of the sender's current turn (`Task.turn`) are shared with the turn's
     blocks (TOL-4). A goal-convert call's "/goal ..." is held and queued right after
-    this turn's report (TOL-7). Nothing in `arguments` or `call_id` makes it raise;
-    ValueError only for a locale, deadline or cancel signal outside what is documented.
+    this turn's report (TOL-7). Nothing in `arguments` makes it raise; ValueError only for
+    a locale, deadline, cancel signal or claim outside what is documented, CallIdReused
+    (a ValueError) for a call id reused with other arguments, LeaseLost for a stale claim
+    - all MarkertoolsErrors.
     """
     locale = checked_value(Locale, locale, "locale")
     seconds = _check_deadline(deadline)
@@ -354,6 +396,14 @@ def deliver_call(
     sender_id = sender if isinstance(sender, str) else getattr(sender, "id", None)
     if not isinstance(sender_id, str):
         return _refused(spec.name, msg("deliver.why_sender_missing"), locale)
+    claim = checked_claim(claim, sender_id, ports)
+    fence = None
+    if claim is not None and ports.fencing is not None:
+        fencing, held_claim = ports.fencing, claim
+
+        def fence() -> AbstractContextManager[None]:
+            return fencing.fenced(held_claim)
+
     turn_id: str | None = None
     if call_id is not None:
         if not isinstance(call_id, str) or not call_id.strip() or len(call_id) > MAX_CALL_ID_CHARS:
@@ -361,9 +411,14 @@ def deliver_call(
         if ports.journal is None:
             return _refused(spec.name, msg("tools.no_journal"), locale)
         turn_id = CALL_TURN_PREFIX + call_id
+    digest = call_digest(spec.name, arguments) if turn_id is not None else None
+    stored: Mapping[int, str] = {}
     try:
         if turn_id is not None and ports.journal is not None:  # TOL-5: a repeat
             stored = ports.journal.block_entries(sender_id, turn_id)
+            earlier = stored.get(DIGEST_POSITION)
+            if earlier is not None and digest is not None and earlier != digest:
+                raise CallIdReused(sender_id, str(call_id), earlier, digest)  # Rule 3
             finished = stored.get(FINISHED_POSITION)
             if finished is not None:
                 try:
@@ -371,29 +426,40 @@ def deliver_call(
                 except ValueError as exc:
                     warn("journal (a stored call result is damaged)", exc)
         task = ports.tasks.get_task(sender_id)
+    except CallIdReused:
+        raise
     except Exception as exc:
         return _refused(
             spec.name, msg("deliver.why_sender_unreadable", error=summarize_error(exc)), locale
         )
+    if claim is not None:  # Rule 4 (FLT-1)
+        holds(claim, task)
     refusal = _sender_refusal(task)
     if refusal is not None or task is None:
-        return _refused(spec.name, refusal or msg("deliver.why_sender_missing"), locale)
+        reason = refusal or msg("deliver.why_sender_missing")
+        if task is not None and task.status != "running":  # Rule 5 (FLT-7): audited
+            _audit_refusal(ports, task, spec.name, reason)
+        return _refused(spec.name, reason, locale)
     try:  # TOL-4 (Rule 1): the call counts toward the turn's cap, valid or not
-        position = ports.calls.record_turn_use(task.id, task.turn, spec.name)
+        position = _count(ports, task, spec.name, sender_id, turn_id, digest, stored, fence)
+    except CallIdReused:
+        raise
+    except LeaseLost:
+        raise
     except Exception as exc:
         return _refused(spec.name, msg("deliver.port_failed", error=summarize_error(exc)), locale)
     if position > spec.cap:
         entry = ReportEntry(spec.name, CALL_LINE, "ignored", None, over_cap_reason(spec, position))
-        return _finish(ports, sender_id, turn_id, _result(entry, locale))
+        return _finish(ports, sender_id, turn_id, _result(entry, locale), fence)
     body = arguments_body(arguments)
     validated = body if isinstance(body, Msg) else _validate(spec, body)
     if isinstance(validated, Msg):
         entry = ReportEntry(spec.name, CALL_LINE, "skipped", None, validated)
-        return _finish(ports, sender_id, turn_id, _result(entry, locale))
+        return _finish(ports, sender_id, turn_id, _result(entry, locale), fence)
     cmd = validated
     plan = TurnPlan((cmd,))
     try:
-        journal = TurnJournal.read(ports.journal, sender_id, turn_id)
+        journal = TurnJournal.read(ports.journal, sender_id, turn_id, fence=fence)
     except Exception as exc:
         return _refused(
             spec.name, msg("deliver.why_journal_unreadable", error=summarize_error(exc)), locale
@@ -417,8 +483,11 @@ def deliver_call(
     held = ctx.followups_after_report
     if held and journal.restored(0) is None:  # TOL-7: after this turn's report
         try:
-            for text in held:
-                ports.calls.hold_followup(task.id, task.turn, text)
+            with fence() if fence is not None else contextlib.nullcontext():
+                for text in held:
+                    ports.calls.hold_followup(task.id, task.turn, text)
+        except LeaseLost:
+            raise
         except Exception as exc:
             warn("calls.hold_followup", exc)
             entry = _audit(
@@ -426,7 +495,7 @@ def deliver_call(
             )
     fields = _fields(spec, entry, ports, cmd, ctx.sender)
     result = _result(entry, locale, fields, after_turn=bool(held))
-    return _finish(ports, sender_id, turn_id, result)
+    return _finish(ports, sender_id, turn_id, result, fence)
 
 
 def _validate(spec: KindSpec, body: str) -> Command | Msg:
@@ -440,14 +509,76 @@ def _validate(spec: KindSpec, body: str) -> Command | Msg:
     return Command(spec.name, CALL_LINE, params, spec.name.replace("-", "_"), notes)
 
 
-def _finish(ports: Ports, sender_id: str, turn_id: str | None, result: CallResult) -> CallResult:
+def _count(
+    ports: Ports,
+    task: Task,
+    kind: str,
+    sender_id: str,
+    turn_id: str | None,
+    digest: str | None,
+    stored: Mapping[int, str],
+    fence: Callable[[], AbstractContextManager[None]] | None,
+) -> int:
+    """TOL-4 / Rule 3: the call's position for its kind's cap. With a call id it is
+    journalled with the arguments' digest in the counting transaction, and a retry
+    reuses it (the call counts once however often it is retried)."""
+    assert ports.calls is not None
+    journal = ports.journal
+    if turn_id is None or journal is None or digest is None:
+        with fence() if fence is not None else contextlib.nullcontext():
+            return ports.calls.record_turn_use(task.id, task.turn, kind)
+    used = stored.get(CALL_USE_POSITION)
+    if used is not None and used.isdigit():
+        return int(used)
+    with fence() if fence is not None else journal.atomic():
+        again = journal.block_entries(sender_id, turn_id)
+        earlier = again.get(DIGEST_POSITION)
+        if earlier is not None and earlier != digest:
+            raise CallIdReused(sender_id, turn_id.removeprefix(CALL_TURN_PREFIX), earlier, digest)
+        used = again.get(CALL_USE_POSITION)
+        if used is not None and used.isdigit():
+            return int(used)
+        position = ports.calls.record_turn_use(task.id, task.turn, kind)
+        journal.record_block(sender_id, turn_id, DIGEST_POSITION, digest)
+        journal.record_block(sender_id, turn_id, CALL_USE_POSITION, str(position))
+        return position
+
+
+def _audit_refusal(ports: Ports, task: Task, kind: str, reason: Msg) -> None:
+    """Rule 5 (FLT-7): the audit record of a call refused for its sender's status."""
+    try:
+        ports.audit.record_audit(
+            AuditRecord(
+                sender=task.id,
+                kind=kind,
+                target=None,
+                outcome="rejected",
+                reason=reason.render(DEFAULT_LOCALE),
+                time=ports.clock.now(),
+                source="tool",
+            )
+        )
+    except Exception as exc:  # nothing ran; a failing audit cannot change that
+        warn("audit", exc)
+
+
+def _finish(
+    ports: Ports,
+    sender_id: str,
+    turn_id: str | None,
+    result: CallResult,
+    fence: Callable[[], AbstractContextManager[None]] | None = None,
+) -> CallResult:
     """TOL-5: journal the call's result once (a failing write is logged: a repeat then
     runs the journalled block's restore path)."""
     if turn_id is not None and ports.journal is not None:
         try:
-            ports.journal.record_block(
-                sender_id, turn_id, FINISHED_POSITION, _result_to_json(result)
-            )
+            with fence() if fence is not None else contextlib.nullcontext():
+                ports.journal.record_block(
+                    sender_id, turn_id, FINISHED_POSITION, _result_to_json(result)
+                )
+        except LeaseLost:
+            raise
         except Exception as exc:
             warn("journal.record_block (a call result)", exc)
     return result

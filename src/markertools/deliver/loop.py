@@ -22,11 +22,17 @@
 #   Rule 4: every executed or rejected block writes one audit record (TRN-7).
 #   Rule 5 (TRN-6): the report is queued when the turn has at least one entry (a block run,
 #           skipped, ignored or a near miss); a turn without any queues nothing.
+#   Rule 6 (FLT-7): a sender that is not `running` applies nothing (`sender-not-running`
+#           naming its status; `sender-cancelled` for an interrupted one), audited.
+#   Rule 7 (FLT-1): with `claim=` the claim is checked against the sender before
+#           anything is written and every write is fenced (deliver/once.py Rule 6): a
+#           stale claim raises LeaseLost, never a report.
 from __future__ import annotations
 
 import contextlib
 import math
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Final
 
 import attrs
@@ -34,7 +40,13 @@ import attrs
 from markertools.deliver.context import TurnContext, summarize_error
 from markertools.deliver.failures import log_turn, warn
 from markertools.deliver.handlers.registry import handler_for
-from markertools.deliver.once import TurnIdReused, TurnJournal, turn_digest
+from markertools.deliver.once import (
+    OUTCOME_MARK,
+    TurnIdReused,
+    TurnJournal,
+    pending_entry,
+    turn_digest,
+)
 from markertools.deliver.render import render_report
 from markertools.deliver.report import (
     DeliveryReport,
@@ -43,6 +55,7 @@ from markertools.deliver.report import (
     ReportEntry,
     issue_entries,
 )
+from markertools.domain.errors import LeaseLost
 from markertools.domain.model import (
     AuditRecord,
     Task,
@@ -51,7 +64,7 @@ from markertools.domain.model import (
     is_goal_task,
     sender_cancelled,
 )
-from markertools.domain.ports import Ports
+from markertools.domain.ports import Claim, Ports
 from markertools.parse.kinds import kind_of
 from markertools.parse.kindspec import param_text
 from markertools.parse.plan import Command, TurnPlan
@@ -201,6 +214,37 @@ def _check_turn_id(turn_id: object, ports: Ports) -> str | None:
     return turn_id
 
 
+def checked_claim(claim: object, sender_id: str, ports: Ports) -> Claim | None:
+    """FLT-1: a `claim=` argument checked before anything runs: a Claim of the sender's
+    task, on a store that can fence (`ports.fencing`). ValueError otherwise."""
+    if claim is None:
+        return None
+    if not isinstance(claim, Claim):
+        raise ValueError(f"claim must be the Claim the store handed out; got {type(claim).__name__}")
+    if claim.task.id != sender_id:
+        raise ValueError(
+            f"claim is for task {claim.task.id!r}, not the sender {sender_id!r}: pass the "
+            "claim of the task whose turn this is"
+        )
+    if ports.fencing is None:
+        raise ValueError(
+            "claim= needs a store that can fence its writes (ports.fencing); every bundled "
+            "store can - a store of your own implements markertools.Fencing"
+        )
+    return claim
+
+
+def holds(claim: Claim, task: Task | None) -> None:
+    """FLT-1: raise LeaseLost unless `task` (the sender as read) is still held by `claim`."""
+    if task is None or task.epoch != claim.epoch or task.status != "running":
+        raise LeaseLost(
+            claim.task.id,
+            claim.epoch,
+            None if task is None else task.epoch,
+            None if task is None else task.status,
+        )
+
+
 def _check_deadline(deadline: object) -> float | None:
     if deadline is None:
         return None
@@ -224,8 +268,9 @@ def deliver_turn(
     turn_id: str | None = None,
     deadline: float | None = DEFAULT_DELIVERY_DEADLINE,
     cancel: object = None,
+    claim: Claim | None = None,
 ) -> DeliveryReport:
-    """Deliver one turn's marker blocks as `sender` (TRN-1..11).
+    """Deliver one turn's marker blocks as `sender` (TRN-1..11, FLT-1, FLT-2, FLT-7).
 
     Args:
         turn: the turn's text, or an already parsed plan.
@@ -239,13 +284,23 @@ def deliver_turn(
             applied at most once: delivering the turn again after it finished returns
             the first report with `replayed=True` and changes nothing; after a crash
             mid-delivery it applies only the blocks not applied yet. The input's digest
-            (`turn_digest`) is journalled with it: the same turn id with other input
-            raises `TurnIdReused` and changes nothing. Without one, every call executes.
+            (`turn_digest`) and the outcome are journalled with it: the same turn id with
+            other input or another outcome raises `TurnIdReused` and changes nothing
+            (FLT-6). Before the first block runs the turn is recorded as pending (FLT-2:
+            its text, outcome and locale), so the task's next runner completes it if this
+            delivery never finishes (`recover_pending_turns`). Without one, every call
+            executes.
         deadline: seconds from the delivery's start (on the clock port) after which
             every poll and wait stops and reports "stopped waiting" (TRN-11); by default
             DEFAULT_DELIVERY_DEADLINE (600 s) for all the waiting of the turn together.
             None means no bound: each poll and wait lasts up to its own timeout.
         cancel: a `threading.Event` or a callable; once set, polls and waits stop.
+        claim: the `Claim` the worker got for this attempt (FLT-1). With it every write of
+            the delivery is fenced: once another claim holds the task (it was requeued
+            and claimed again) or the task left `running`, the delivery raises
+            `LeaseLost` and writes nothing more. Without it the writes are not fenced -
+            unsafe in a fleet, where a paused worker could write for a task another
+            worker runs. Needs `ports.fencing` (every bundled store has it).
 
     Returns the report; its message and then any "/goal ..." follow-up have been queued
     for the sender through `ports.followups` (`report.queued_followups`) unless
@@ -253,9 +308,15 @@ def deliver_turn(
     all, which queues nothing (TRN-6). The queue is the only channel to the agent: send
     what `take_followups` (or a Claim) hands out, never `queued_followups` directly.
 
-    Raises ValueError (only) for an outcome, locale, turn id, deadline or cancel signal
-    outside what is documented here - and its subclass `TurnIdReused` when `turn_id` was
-    delivered before with other input (TRN-9): then nothing ran and nothing was written.
+    A sender that is not `running` delivers nothing (FLT-7): the report says so
+    (`sender-not-running` naming the status, or `sender-cancelled`).
+
+    Raises ValueError for an outcome, locale, turn id, deadline, cancel signal or claim
+    outside what is documented here - `TurnIdReused` (also a ValueError) when `turn_id`
+    was delivered before with other input or another outcome (TRN-9, FLT-6): then
+    nothing ran and nothing was written - and `LeaseLost` when `claim` no longer holds
+    the task: nothing more was written (blocks applied before it stay applied, and the
+    turn stays pending for the task's next runner). All three are MarkertoolsErrors.
     """
     outcome = checked_value(TurnOutcome, outcome, "outcome")
     locale = checked_value(Locale, locale, "locale")
@@ -263,10 +324,30 @@ def deliver_turn(
     seconds = _check_deadline(deadline)
     stop = _cancel_signal(cancel)
     sender_id = sender if isinstance(sender, str) else sender.id
-    digest = turn_digest(turn) if turn_id is not None else None
+    claim = checked_claim(claim, sender_id, ports)
+    fence = None
+    if claim is not None and ports.fencing is not None:
+        fencing, held = ports.fencing, claim
+
+        def fence() -> AbstractContextManager[None]:
+            return fencing.fenced(held)
+
+    digest = None if turn_id is None else f"{turn_digest(turn)}{OUTCOME_MARK}{outcome}"
+    started = _clock_now(ports)
+    pending = None
+    if turn_id is not None:  # FLT-2: what the next runner needs to complete this turn
+        pending = pending_entry(
+            0 if claim is None else claim.epoch,
+            str(outcome),
+            str(locale),
+            turn if isinstance(turn, str) else None,
+            started if started is not None else 0.0,
+        )
     try:  # TRN-9: what an earlier delivery of this turn id did, read once
-        journal = TurnJournal.read(ports.journal, sender_id, turn_id, digest)
-    except TurnIdReused:  # a caller error: the same turn id for other input
+        journal = TurnJournal.read(
+            ports.journal, sender_id, turn_id, digest, pending=pending, fence=fence
+        )
+    except (TurnIdReused, LeaseLost):  # a caller error, or the claim was lost
         raise
     except Exception as exc:
         warn("journal.block_entries", exc)
@@ -274,7 +355,6 @@ def deliver_turn(
     finished = journal.finished()
     if finished is not None:  # TRN-9: the turn was delivered: its first report, replayed
         return finished
-    started = _clock_now(ports)
 
     def discard(plan: TurnPlan | None, why: Msg, code: str) -> DeliveryReport:
         return _discard(ports, journal, sender_id, plan, why, locale, code)
@@ -287,6 +367,8 @@ def deliver_turn(
         sender_task = ports.tasks.get_task(sender_id)
     except Exception as exc:
         read_error = exc
+    if claim is not None and read_error is None:  # Rule 7 (FLT-1): before any write
+        holds(claim, sender_task)
     why_outcome = msg("deliver.why_outcome", outcome=outcome)
     if sender_task is not None and (is_goal_task(sender_task) or sender_task.is_coordinator):
         if outcome != "completed":
@@ -320,6 +402,9 @@ def deliver_turn(
         return discard(plan, msg("deliver.why_sender_missing"), NotDeliveredCode.UNKNOWN_SENDER)
     if sender_cancelled(sender_task):
         return discard(plan, msg("deliver.why_cancelled"), NotDeliveredCode.SENDER_CANCELLED)
+    if sender_task.status != "running":  # Rule 6 (FLT-7)
+        why = msg("deliver.why_not_running", status=sender_task.status)
+        return discard(plan, why, NotDeliveredCode.SENDER_NOT_RUNNING)
 
     if started is None and seconds is not None:  # the clock failed once: ask it again
         started = _clock_now(ports)
@@ -352,9 +437,14 @@ def deliver_turn(
         locale=locale,
         turn_id=turn_id,
     )
-    queued, error = journal.queue_report(report, ports.followups)
-    if error is None and entries and ports.calls is not None and not report.replayed:
-        queued = (*queued, *_release_held(ports, sender_id))  # TOL-7: after the report
+    release = None
+    if ports.calls is not None:  # TOL-7: held "/goal"s right after the report - FLT-2: in
+        calls = ports.calls  # the transaction that queues the report
+
+        def release() -> tuple[str, ...]:
+            return tuple(calls.release_held_followups(sender_id))
+
+    queued, error = journal.queue_report(report, ports.followups, release)
     report = attrs.evolve(
         report, queued_followups=queued, report_queued=error is None, report_error=error
     )
@@ -380,7 +470,8 @@ def _block(index: int, cmd: Command, ctx: TurnContext) -> ReportEntry:
     return journal.run(
         index,
         cmd,
-        lambda: _audit(ctx, execute(cmd, ctx)),
+        lambda: execute(cmd, ctx),
+        lambda entry: _audit(ctx, entry),
         lambda exc: _audit(ctx, failed_entry(cmd, ctx, exc)),
     )
 
@@ -406,18 +497,6 @@ def _turn_usage(ports: Ports, sender: Task | None) -> dict[str, int]:
     except Exception as exc:
         warn("calls.turn_usage", exc)
         return {}
-
-
-def _release_held(ports: Ports, sender_id: str) -> tuple[str, ...]:
-    """TOL-7: queue the follow-ups the turn's tool calls held ("/goal ..."), right after
-    the report; a failure leaves them held (the next take_followups queues them)."""
-    if ports.calls is None:
-        return ()
-    try:
-        return tuple(ports.calls.release_held_followups(sender_id))
-    except Exception as exc:
-        warn("calls.release_held_followups", exc)
-        return ()
 
 
 def _clock_now(ports: Ports) -> float | None:

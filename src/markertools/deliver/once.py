@@ -32,11 +32,24 @@
 #           is recognised); a damaged finished report is not replayed (the turn resumes).
 #   Rule 4: a turn discarded for good (`record_discard`) is finished too: a redelivery
 #           replays its report.
+#   Rule 6 (FLT-1): with a claim every write here - the digest and pending rows, each
+#           block's effect with its row, the report - happens inside the store's
+#           `fenced(claim)` transaction, so a runner that lost its task writes nothing
+#           (LeaseLost propagates out of the delivery, never becomes a rejected block).
+#   Rule 7 (FLT-2): the pending row (PENDING_POSITION: epoch, outcome, locale, text) is
+#           written with the digest, before the first block runs; a turn is pending
+#           while it has that row and no FINISHED_POSITION row.
+#   Rule 8 (FLT-6): the digest row holds the input's digest and the outcome
+#           ("DIGEST|outcome:OUTCOME"): the same turn id with another outcome is refused
+#           like other text. A digest row without the outcome (written before) compares
+#           the text alone.
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 import attrs
@@ -50,13 +63,17 @@ from markertools.deliver.codec import (
 )
 from markertools.deliver.failures import summarize_error, warn
 from markertools.deliver.report import DeliveryReport, ReportEntry
-from markertools.domain.ports import DeliveryJournal, FollowupQueue
+from markertools.domain.errors import LeaseLost, MarkertoolsError
+from markertools.domain.ports import DeliveryJournal, FollowupQueue, PendingTurn
 from markertools.parse.kinds import kind_of
 from markertools.parse.plan import Command, TurnPlan
 
 REPORT_POSITION: Final[int] = -1  # the journal row of the queued report (Rule 2)
 FINISHED_POSITION: Final[int] = -2  # the journal row of the finished delivery's report
 DIGEST_POSITION: Final[int] = -3  # the journal row of the input's digest (Rules 2, 5)
+PENDING_POSITION: Final[int] = -4  # FLT-2: the turn's delivery began (Rule 7)
+CALL_USE_POSITION: Final[int] = -5  # FLT-2: a call's position for its kind's cap
+OUTCOME_MARK: Final[str] = "|outcome:"  # Rule 8
 DIGEST_HEAD: Final[int] = 12  # hex digits of a digest an error message shows
 
 
@@ -80,12 +97,50 @@ def turn_digest(turn: str | TurnPlan) -> str:
 
 
 def digest_head(digest: str) -> str:
-    """The digest as an error message shows it: its kind and first DIGEST_HEAD hex digits."""
+    """The digest as an error message shows it: its kind and first DIGEST_HEAD hex digits
+    (and the outcome, when the digest carries one: Rule 8)."""
+    digest, _, outcome = digest.partition(OUTCOME_MARK)
     kind, _, hexdigest = digest.partition(":")
-    return f"{kind}:{hexdigest[:DIGEST_HEAD]}" if hexdigest else digest[: DIGEST_HEAD + 5]
+    head = f"{kind}:{hexdigest[:DIGEST_HEAD]}" if hexdigest else digest[: DIGEST_HEAD + 5]
+    return f"{head}…/{outcome}" if outcome else f"{head}…"
 
 
-class TurnIdReused(ValueError):
+def same_input(stored: str, given: str) -> bool:
+    """Rule 8: whether a journalled digest row matches this delivery's ("DIGEST|outcome:X");
+    a row written before outcomes were journalled compares the text's digest alone."""
+    if OUTCOME_MARK in stored:
+        return stored == given
+    return stored == given.partition(OUTCOME_MARK)[0]
+
+
+def pending_entry(epoch: int, outcome: str, locale: str, text: str | None, now: float) -> str:
+    """Rule 7: the pending row of a turn (JSON)."""
+    body = {"epoch": epoch, "outcome": outcome, "locale": locale, "text": text, "at": now}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def pending_turn_of(task_id: str, turn_id: str, entry: str) -> PendingTurn | None:
+    """FLT-2: the pending turn a stored pending row describes (None: a damaged row)."""
+    try:
+        body = json.loads(entry)
+        text = body.get("text")
+        epoch, at = body.get("epoch", 0), body.get("at", 0.0)
+        if (
+            not isinstance(body.get("outcome"), str)
+            or not isinstance(body.get("locale"), str)
+            or not (text is None or isinstance(text, str))
+            or isinstance(epoch, bool)
+            or not isinstance(epoch, int)
+            or isinstance(at, bool)
+            or not isinstance(at, int | float)
+        ):
+            return None
+        return PendingTurn(task_id, turn_id, epoch, body["outcome"], body["locale"], text, at)
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return None
+
+
+class TurnIdReused(MarkertoolsError, ValueError):
     """TRN-9: a turn id was delivered again with input whose digest differs from the one
     journalled with it: a caller error (a turn id must be unique per sender task), raised
     before anything runs, is written or is replayed. `stored` and `given` are the full
@@ -101,8 +156,8 @@ class TurnIdReused(ValueError):
     def __str__(self) -> str:
         return (
             f"turn id {self.turn_id!r} of sender {self.sender!r} was already delivered with"
-            f" other input (journalled digest {digest_head(self.stored)}…, this one"
-            f" {digest_head(self.given)}…): nothing was run or replayed; a turn id names one"
+            f" other input (journalled digest {digest_head(self.stored)}, this one"
+            f" {digest_head(self.given)}): nothing was run or replayed; a turn id names one"
             " turn of one sender task - give a new turn its own id"
         )
 
@@ -125,8 +180,15 @@ class TurnJournal:
     """TRN-9 for one delivery of one turn: what an earlier delivery of (sender, turn id)
     applied, and the one way this delivery applies a block and queues its report."""
 
-    def __init__(self, journal: DeliveryJournal | None, sender_id: str, turn_id: str | None):
+    def __init__(
+        self,
+        journal: DeliveryJournal | None,
+        sender_id: str,
+        turn_id: str | None,
+        fence: Callable[[], AbstractContextManager[None]] | None = None,
+    ):
         self._journal = journal if turn_id is not None else None  # Rule 1
+        self._fence = fence  # Rule 6: the store's fenced(claim), or None (no claim)
         self._sender_id = sender_id
         self._turn_id = turn_id
         self._applied: dict[int, str] = {}
@@ -142,12 +204,16 @@ class TurnJournal:
         sender_id: str,
         turn_id: str | None,
         digest: str | None = None,
+        *,
+        pending: str | None = None,
+        fence: Callable[[], AbstractContextManager[None]] | None = None,
     ) -> TurnJournal:
         """The journal of (sender, turn id), read once - twice when `digest` (the input's
-        `turn_digest`) is journalled by this call (Rule 5). Raises TurnIdReused when the
-        journalled digest differs from `digest`, and whatever the journal raises: the
-        caller then runs nothing (running could apply a block twice)."""
-        opened = cls(journal, sender_id, turn_id)
+        `turn_digest` with its outcome, Rule 8) and `pending` (Rule 7) are journalled by
+        this call (Rule 5). Raises TurnIdReused when the journalled digest differs from
+        `digest`, LeaseLost when `fence` refuses (Rule 6), and whatever the journal
+        raises: the caller then runs nothing (running could apply a block twice)."""
+        opened = cls(journal, sender_id, turn_id, fence)
         if opened._journal is None or turn_id is None:
             return opened
         opened._applied = dict(opened._journal.block_entries(sender_id, turn_id))
@@ -155,15 +221,28 @@ class TurnJournal:
             return opened
         if not opened._applied:  # Rule 5: a new turn id - claim it for this input
             try:
-                opened._journal.record_block(sender_id, turn_id, DIGEST_POSITION, digest)
+                with opened._transaction():
+                    opened._journal.record_block(sender_id, turn_id, DIGEST_POSITION, digest)
+                    if pending is not None:  # Rule 7
+                        opened._journal.record_block(sender_id, turn_id, PENDING_POSITION, pending)
+            except LeaseLost:
+                raise
             except Exception as exc:  # the next delivery journals it; blocks still run once
                 warn("journal.record_block (the turn's digest)", exc)
                 return opened
             opened._applied = dict(opened._journal.block_entries(sender_id, turn_id))
         stored = opened._applied.get(DIGEST_POSITION)
-        if stored is not None and stored != digest:
+        if stored is not None and not same_input(stored, digest):
             raise TurnIdReused(sender_id, turn_id, stored, digest)
         return opened
+
+    def _transaction(self) -> AbstractContextManager[None]:
+        """Rule 6: the store's fenced transaction with a claim, else its atomic()."""
+        if self._fence is not None:
+            return self._fence()
+        if self._journal is not None:
+            return self._journal.atomic()
+        return contextlib.nullcontext()
 
     @property
     def turn_id(self) -> str | None:
@@ -214,25 +293,46 @@ class TurnJournal:
         self,
         index: int,
         cmd: Command,
-        block: Callable[[], ReportEntry],
+        execute: Callable[[], ReportEntry],
+        audit: Callable[[ReportEntry], ReportEntry],
         failed: Callable[[Exception], ReportEntry],
     ) -> ReportEntry:
-        """Run block `index`: `block()` applies it and writes its audit record; when it
-        raises, `failed(exc)` is its entry (TRN-8). With a turn id and a journalled kind,
-        the effect, the audit record and the journal row are one transaction; when that
-        fails it is rolled back, the block counts as unrecorded and a redelivery runs it
-        again."""
+        """Run block `index`: `execute()` applies it, `audit(entry)` writes its audit
+        record; when either raises, `failed(exc)` is its entry (TRN-8). With a turn id and
+        a journalled kind, the effect, the audit record and the journal row are one
+        transaction (fenced with a claim, Rule 6); when that fails it is rolled back, the
+        block counts as unrecorded and a redelivery runs it again. A kind that reruns
+        (a read, which may wait) runs outside any transaction; with a claim the claim is
+        checked before it runs and its audit record is written fenced. LeaseLost is
+        never a block's failure: it ends the delivery."""
         self._position = index
-        journal, turn_id = self._journal, self._turn_id
-        if journal is None or turn_id is None or not journalled(cmd):
-            try:
-                return block()
-            except Exception as exc:
-                return failed(exc)
+        journal, turn_id, fence = self._journal, self._turn_id, self._fence
         try:
-            with journal.atomic():  # the effect, its audit record and its journal row
-                entry = block()
+            if not journalled(cmd):  # a read: never inside a transaction (it may wait)
+                if fence is not None:
+                    with fence():  # Rule 6: checked before it runs
+                        pass
+                entry = execute()
+                if fence is None:
+                    return audit(entry)
+                with fence():
+                    return audit(entry)
+            if journal is None or turn_id is None:  # no turn id: nothing journalled
+                if fence is None:
+                    return audit(execute())
+                with fence():
+                    return audit(execute())
+        except LeaseLost:
+            raise
+        except Exception as exc:
+            return failed(exc)
+        assert journal is not None and turn_id is not None
+        try:
+            with self._transaction():  # the effect, its audit record and its journal row
+                entry = audit(execute())
                 journal.record_block(self._sender_id, turn_id, index, entry_to_json(entry))
+        except LeaseLost:
+            raise
         except Exception as exc:  # rolled back: a redelivery runs it again
             self._unrecorded += 1
             return failed(exc)
@@ -267,24 +367,38 @@ class TurnJournal:
     # ---- the report ----------------------------------------------------------------------
 
     def queue_report(
-        self, report: DeliveryReport, followups: FollowupQueue
+        self,
+        report: DeliveryReport,
+        followups: FollowupQueue,
+        release: Callable[[], tuple[str, ...]] | None = None,
     ) -> tuple[tuple[str, ...], str | None]:
-        """Queue the report's follow-ups (the message, then any "/goal": TRN-6, GOA-2).
-        With a turn id the queueing is journalled like a block, in one transaction with
-        the finished report (once per turn); a turn with blocks that could not be
-        recorded is not reported yet. Returns (queued, None) or (queued so far, why the
-        report is not queued)."""
+        """Queue the report's follow-ups (the message, then any "/goal": TRN-6, GOA-2),
+        then - in the same transaction (FLT-2) - what `release()` queues (the follow-ups
+        the turn's tool calls held, TOL-7). With a turn id the queueing is journalled
+        like a block, in one transaction with the finished report (once per turn); a
+        turn with blocks that could not be recorded is not reported yet. Returns
+        (queued, None) or (queued so far, why the report is not queued)."""
         journal, turn_id, task_id = self._journal, self._turn_id, self._sender_id
         texts = report.queued_followups
         if journal is None or turn_id is None:
             queued: list[str] = []
-            for text in texts:
-                try:
-                    followups.enqueue_followup(task_id, text)
-                except Exception as exc:  # keep the order: never "/goal" without its report
-                    warn("followups.enqueue_followup", exc)
-                    return tuple(queued), summarize_error(exc)
-                queued.append(text)
+            try:
+                with self._fence() if self._fence is not None else contextlib.nullcontext():
+                    for text in texts:
+                        try:
+                            followups.enqueue_followup(task_id, text)
+                        except LeaseLost:
+                            raise
+                        except Exception as exc:  # keep the order: never "/goal" alone
+                            warn("followups.enqueue_followup", exc)
+                            return tuple(queued), summarize_error(exc)
+                        queued.append(text)
+                    if release is not None and texts:
+                        queued.extend(release())
+            except LeaseLost:
+                raise
+            except Exception as exc:
+                warn("calls.release_held_followups", exc)
             return tuple(queued), None
         stored = self._applied.get(REPORT_POSITION)
         if stored is not None:  # queued by an earlier delivery of this turn
@@ -294,7 +408,10 @@ class TurnJournal:
                 earlier = texts
             try:
                 body = report_to_json(attrs.evolve(report, queued_followups=earlier))
-                journal.record_block(task_id, turn_id, FINISHED_POSITION, body)
+                with self._transaction():
+                    journal.record_block(task_id, turn_id, FINISHED_POSITION, body)
+            except LeaseLost:
+                raise
             except Exception as exc:  # the next delivery rebuilds it again
                 warn("journal.record_block", exc)
             return earlier, None
@@ -304,16 +421,21 @@ class TurnJournal:
                 "once every block is: deliver the turn again with the same turn id"
             )
         try:
-            with journal.atomic():
+            with self._transaction():
                 for text in texts:
                     followups.enqueue_followup(task_id, text)
-                body = json.dumps({"followups": list(texts)}, ensure_ascii=False)
+                released = release() if release is not None and texts else ()
+                queued_all = (*texts, *released)
+                body = json.dumps({"followups": list(queued_all)}, ensure_ascii=False)
                 journal.record_block(task_id, turn_id, REPORT_POSITION, body)
-                journal.record_block(task_id, turn_id, FINISHED_POSITION, report_to_json(report))
+                finished = attrs.evolve(report, queued_followups=queued_all)
+                journal.record_block(task_id, turn_id, FINISHED_POSITION, report_to_json(finished))
+        except LeaseLost:
+            raise
         except Exception as exc:
             warn("followups.enqueue_followup", exc)
             return (), summarize_error(exc) + " (deliver the turn again with the same turn id)"
-        return texts, None
+        return queued_all, None
 
     def record_discard(self, report: DeliveryReport) -> None:
         """Rule 4: journal the report of a turn discarded for good as its finished report
@@ -321,8 +443,11 @@ class TurnJournal:
         if self._journal is None or self._turn_id is None:
             return
         try:
-            self._journal.record_block(
-                self._sender_id, self._turn_id, FINISHED_POSITION, report_to_json(report)
-            )
+            with self._transaction():
+                self._journal.record_block(
+                    self._sender_id, self._turn_id, FINISHED_POSITION, report_to_json(report)
+                )
+        except LeaseLost:
+            raise
         except Exception as exc:
             warn("journal.record_block", exc)

@@ -45,6 +45,7 @@ class NotDeliveredCode(StrEnum):
     COORDINATOR_TASK = "coordinator-task"
     SENDER_CANCELLED = "sender-cancelled"
     UNKNOWN_SENDER = "unknown-sender"
+    SENDER_NOT_RUNNING = "sender-not-running"  # FLT-7: queued, completed, failed, ...
 
 
 @attrs.frozen

@@ -115,6 +115,8 @@ class TaskChange(Mapping[str, object]):
 
 
 _FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in attrs.fields(TaskChange))
+# a task's id never changes; its epoch (FLT-1) is raised by claims only, in the store
+_NOT_CHANGEABLE: Final[frozenset[str]] = frozenset({"id", "epoch"})
 CHANGEABLE_TASK_FIELDS: Final[frozenset[str]] = frozenset(_FIELDS)
 
 
@@ -128,6 +130,8 @@ def _unknown_fields(unknown: Sequence[object]) -> str:
         near = get_close_matches(name, _FIELDS, n=1) if isinstance(name, str) else []
         if name == "id":
             named.append("'id' (a task's id never changes)")
+        elif name == "epoch":
+            named.append("'epoch' (only a claim raises it, FLT-1)")
         else:
             named.append(f"{name!r} (did you mean {near[0]!r}?)" if near else repr(name))
     return (
@@ -138,7 +142,7 @@ def _unknown_fields(unknown: Sequence[object]) -> str:
 
 def _check_fields() -> None:
     """Rule 1, once at import: a Task field added without its TaskChange field fails."""
-    task_fields = tuple(f.name for f in attrs.fields(Task) if f.name != "id")
+    task_fields = tuple(f.name for f in attrs.fields(Task) if f.name not in _NOT_CHANGEABLE)
     if task_fields != _FIELDS:
         raise RuntimeError(f"TaskChange fields {_FIELDS} differ from the Task's {task_fields}")
 

@@ -12,8 +12,9 @@
 #           "created_by", "reason"}]}, hosts by name, tasks by id (stable output).
 #   Rule 3: `pick_claim` is the claim order every store follows: skip a task whose
 #           affinity is another host's and has not ended (until > now) and a task whose
-#           creator's quota is exhausted; of the rest, tasks with a live affinity to the
-#           claiming host first, then oldest (created_at, id).
+#           creator's quota is exhausted; of the rest, tasks a queued or running task
+#           waits for first (FLT-5), then tasks with a live affinity to the claiming host,
+#           then oldest (created_at, id).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
@@ -39,6 +40,7 @@ class Lease:
     pgid: int | None = None
     machine_id: str | None = None
     started_at: float = 0.0  # when the task was claimed (the lease first written)
+    epoch: int = 0  # FLT-1: the fencing number of the claim the lease belongs to
 
 
 @attrs.frozen
@@ -137,10 +139,12 @@ def pick_claim(
     now: float,
     affinity: Callable[[str], Affinity | None],
     exhausted: Callable[[str], bool],
+    awaited: Callable[[str], bool] = lambda _task_id: False,
 ) -> Task | None:
     """Rule 3: the queued task `host` claims next, or None. `affinity(task_id)` is the
-    task's affinity, `exhausted(user)` whether the user's quota is used up (DOM-7)."""
-    best: tuple[int, float, str] | None = None
+    task's affinity, `exhausted(user)` whether the user's quota is used up (DOM-7),
+    `awaited(task_id)` whether a queued or running task waits for it (FLT-5)."""
+    best: tuple[int, int, float, str] | None = None
     chosen: Task | None = None
     for task in queued:
         aff = affinity(task.id)
@@ -149,7 +153,7 @@ def pick_claim(
             continue
         if task.created_by is not None and exhausted(task.created_by):
             continue
-        key = (0 if live else 1, task.created_at, task.id)
+        key = (0 if awaited(task.id) else 1, 0 if live else 1, task.created_at, task.id)
         if best is None or key < best:
             best, chosen = key, task
     return chosen

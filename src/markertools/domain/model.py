@@ -12,6 +12,8 @@
 #           a negative amount (ValueError), so 0.1 + 0.1 is 0.2 in every store.
 from __future__ import annotations
 
+import hashlib
+import json
 from decimal import Decimal
 from enum import StrEnum
 from typing import Final, Literal
@@ -182,6 +184,9 @@ class Task:
     turn: int = 0
     # additive: the agent session (e.g. the Codex thread) the worker host runs the task in
     thread_id: str | None = None
+    # additive (FLT-1): the fencing number of the task's latest claim; every claim raises
+    # it by 1 (0 = never claimed), and a write carrying an older claim is refused
+    epoch: int = 0
 
 
 @attrs.frozen
@@ -333,6 +338,46 @@ class FinishedTurn:
     cost: CostRow | None = None
     charged: Quota | None = None
     replayed: bool = False
+    # additive (FLT-6): `finish_digest` of the call that finished the turn (None: a turn
+    # finished before digests were kept, which any input replays)
+    digest: str | None = None
+
+
+def finish_digest(
+    outcome: object,
+    result_text: str | None,
+    error_text: str | None,
+    cost: TurnCost | CostRow | None,
+    requeue: bool,
+) -> str:
+    """FLT-6: the digest of what a `finish_turn` (or `charge_turn`) call asks for -
+    outcome, result, error, cost (dollars as exact micro-dollars, tokens, estimated,
+    priced; a CostRow's round too) and requeue - so a finished turn id that comes again
+    with other input is refused instead of replayed. "finish:" + SHA-256 hex."""
+    if cost is None:
+        spent: list[object] | None = None
+    else:
+        usd = None if cost.usd is None else str(int(cost.usd * 1_000_000))
+        spent = [usd, cost.tokens, cost.estimated, cost.priced]
+        if isinstance(cost, CostRow):
+            spent.append(cost.round)
+    canonical = json.dumps(
+        [str(outcome), result_text, error_text, spent, bool(requeue)],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return "finish:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def finish_replay(first: FinishedTurn, digest: str) -> FinishedTurn:
+    """TRN-9 / FLT-6: what a repeated `finish_turn` / `charge_turn` answers - the first
+    result marked `replayed` when its input digest is `digest` (or unknown: finished
+    before digests were kept); TurnFinishedDifferently when the input differs."""
+    if first.digest is not None and first.digest != digest:
+        from markertools.domain.errors import TurnFinishedDifferently
+
+        raise TurnFinishedDifferently(first.task_id, first.turn_id, first.digest, digest)
+    return attrs.evolve(first, replayed=True)
 
 
 def checked_finish(
@@ -425,6 +470,13 @@ def same_creator(a: Task, b: Task) -> bool:
 def quota_exhausted(quota: Quota | None) -> bool:
     """DOM-7: a set total with used >= total; a null total or no record is unlimited."""
     return quota is not None and quota.total_usd is not None and quota.used_usd >= quota.total_usd
+
+
+def created_now(task: Task, now: float) -> Task:
+    """FLT-5: `task` as a store inserts it - a `created_at` left at its default (0, "not
+    given": no task is made in 1970) becomes `now` (the store's clock), so a task made
+    through the library never jumps ahead of older ones in the claim order."""
+    return task if task.created_at != 0.0 else attrs.evolve(task, created_at=now)
 
 
 def sender_cancelled(task: Task | None) -> bool:

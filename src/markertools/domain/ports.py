@@ -109,6 +109,32 @@ class Claim:
     start: StartKind
     followups: tuple[str, ...] = ()
 
+    @property
+    def epoch(self) -> int:
+        """FLT-1: the claim's fencing number (the claimed task's `epoch`): larger than
+        every earlier claim's of the task. Pass the Claim as `claim=` to every write of
+        the attempt; once another claim holds the task, such writes raise LeaseLost."""
+        return self.task.epoch
+
+    @property
+    def task_id(self) -> str:
+        return self.task.id
+
+
+@attrs.frozen
+class PendingTurn:
+    """FLT-2: a turn whose delivery began (its first effect may have happened) and did
+    not finish: what the next runner of the task needs to complete it. `text` is None
+    when the turn was delivered as a parsed plan (it cannot be redelivered from here)."""
+
+    task_id: str
+    turn_id: str
+    epoch: int
+    outcome: str
+    locale: str
+    text: str | None
+    recorded_at: float
+
 
 @attrs.frozen
 class RequeueResult:
@@ -278,12 +304,21 @@ class AttemptLedger(Protocol):
     """Port: the attempts ledger of platform restarts (ATT-1..5)."""
 
     def requeue_platform(
-        self, task_id: str, expected_status: str, kind: str, checkpoint_round: int, now: float
+        self,
+        task_id: str,
+        expected_status: str,
+        kind: str,
+        checkpoint_round: int,
+        now: float,
+        *,
+        reason: str | None = None,
     ) -> RequeueResult:
         """ATT-2 in ONE transaction: record the ending attempt (attempt_no = auto_resume_count
         + 1, texts cut to 2000), clear result_text / error_text / interrupted_reason, raise
         auto_resume_count, set status queued - only if the task's status is still
-        `expected_status`. Any failure rolls everything back and is returned, not raised."""
+        `expected_status`. Any failure rolls everything back and is returned, not raised.
+        `reason` (FLT-2), when given, is the ledger row's interruption reason (the cause:
+        a shutdown, a lost lease, a store outage) instead of the task's own."""
         ...
 
     def latest_attempt(self, task_id: str) -> Attempt | None:
@@ -464,11 +499,12 @@ class TaskClaimer(Protocol):
 class FollowupTaker(Protocol):
     """Port (worker side): take a task's queued follow-ups, each exactly once."""
 
-    def take_followups(self, task_id: str) -> tuple[str, ...]:
+    def take_followups(self, task_id: str, *, claim: Claim | None = None) -> tuple[str, ...]:
         """The task's queued follow-ups, in queue order, marked consumed atomically (a
         second call returns only those queued since). Held follow-ups of the task
         (CallLedger) are queued first. When at least one is handed out a new turn starts:
-        the task's `turn` advances by 1 in the same transaction (TOL-4)."""
+        the task's `turn` advances by 1 in the same transaction (TOL-4). With `claim`
+        (FLT-1) it is fenced: LeaseLost, nothing taken, once the claim lost the task."""
         ...
 
     def set_thread_id(self, task_id: str, thread_id: str | None) -> None:
@@ -532,6 +568,7 @@ class TurnFinisher(Protocol):
         error_text: str | None = None,
         cost: TurnCost | CostRow | None = None,
         requeue: bool = False,
+        claim: Claim | None = None,
     ) -> FinishedTurn:
         """In ONE transaction, at most once per (task_id, turn_id): compare-and-set the
         task from `running` to `finished_status(outcome, requeue=requeue)` with
@@ -541,8 +578,44 @@ class TurnFinisher(Protocol):
         quota record: nothing charged). A task no longer running is left as it is, its
         cost still recorded and charged (`changed=False`). Calling it again with the
         same (task_id, turn_id) changes nothing and returns the first result with
-        `replayed=True`. An unknown task raises the unknown-task error and writes
-        nothing; a bad outcome is a ValueError (TRN-10)."""
+        `replayed=True` - when the input is the same: another outcome, result, error or
+        cost for a finished turn id raises TurnFinishedDifferently (FLT-6), nothing
+        written. An unknown task raises the unknown-task error and writes nothing; a bad
+        outcome is a ValueError (TRN-10). With `claim` (FLT-1) it is fenced: LeaseLost,
+        nothing written, once the claim no longer holds the task (a replay of a turn the
+        claim finished itself is still answered)."""
+        ...
+
+    def charge_turn(
+        self,
+        task_id: str,
+        turn_id: str,
+        cost: TurnCost | CostRow,
+        *,
+        claim: Claim | None = None,
+    ) -> FinishedTurn:
+        """FLT-2: the cost row and the quota charge of a turn that is not the task's last,
+        in ONE transaction, once per (task_id, turn_id) (a TurnCost gets the task's next
+        round, as in finish_turn). The task's status is left alone (`changed=False`). A
+        repeat with the same cost replays (`replayed=True`); another cost raises
+        TurnFinishedDifferently. Fenced with `claim` as finish_turn is."""
+        ...
+
+
+class Fencing(Protocol):
+    """Port (FLT-1, FLT-2): fenced writes and the turns a crash left half-delivered.
+    Every bundled store implements it (`Ports.fencing`)."""
+
+    def fenced(self, claim: Claim) -> AbstractContextManager[None]:
+        """One transaction (as `DeliveryJournal.atomic`: every store call inside joins
+        it) that first checks, inside itself, that `claim` still holds its task (the
+        task's epoch is the claim's and the task is `running`) and raises LeaseLost -
+        nothing written - when it does not. Nested calls join the outer transaction."""
+        ...
+
+    def pending_turns(self, task_id: str) -> tuple[PendingTurn, ...]:
+        """FLT-2: the task's turns whose delivery began and did not finish, oldest
+        first."""
         ...
 
 
@@ -566,9 +639,10 @@ class Ports:
     waiter: ChangeWaiter | None = None  # None: poll/wait sleep on the clock
     journal: DeliveryJournal | None = None  # None: a turn id can not be honoured (TRN-9)
     calls: CallLedger | None = None  # None: no same-turn tool calls (deliver_call refuses)
+    fencing: Fencing | None = None  # None: `claim=` is refused (the store cannot fence)
 
 
-class LeaseStore(Protocol):
+class LeaseStore(Fencing, Protocol):
     """Port: leases, affinity, goal checkpoints and the fleet snapshot (WRK-6, WRK-7,
     WRK-8, WRK-10). Every bundled store implements it; a lease goes away in the same
     transaction as any change that takes its task out of `running`."""
@@ -585,11 +659,17 @@ class LeaseStore(Protocol):
         ...
 
     def renew_leases(
-        self, host: str, task_ids: Collection[str], *, lease_seconds: float, now: float
+        self,
+        host: str,
+        task_ids: Collection[str | Claim],
+        *,
+        lease_seconds: float,
+        now: float,
     ) -> tuple[str, ...]:
         """Extend to now + lease_seconds the leases `host` still holds on running tasks
         among `task_ids`; the ids still held (in the order given). A task requeued or
-        taken meanwhile is left out: the host must stop it."""
+        taken meanwhile is left out: the host must stop it. A Claim in `task_ids` is
+        fenced (FLT-1): renewed only while the task's epoch is still the claim's."""
         ...
 
     def record_process_group(
@@ -617,12 +697,15 @@ class LeaseStore(Protocol):
         affinity_seconds: float,
         kind: str = "platform_fresh",
         checkpoint_round: int = -1,
+        reason: str | None = None,
     ) -> RequeueResult:
         """WRK-6 in ONE transaction, only while the task is still running on
         `expected_host` with a lease expired at `now`: the ATT-2 requeue (ledger row of
         `kind`, cleared fields, auto_resume_count + 1, queued), the lease dropped and the
         affinity (expected_host, now + affinity_seconds) set. Of two concurrent callers
-        exactly one gets ok=True; the other gets ok=False with the reason."""
+        exactly one gets ok=True; the other gets ok=False with the reason. `reason`
+        (FLT-2) is the ledger row's interruption cause (e.g. the host stopped renewing
+        its lease)."""
         ...
 
     def get_affinity(self, task_id: str) -> Affinity | None:
@@ -639,13 +722,31 @@ class LeaseStore(Protocol):
         ...
 
     def record_checkpoint(
-        self, task_id: str, round: int, *, thread_id: str | None, turn_id: str | None, now: float
+        self,
+        task_id: str,
+        round: int,
+        *,
+        thread_id: str | None,
+        turn_id: str | None,
+        now: float,
+        claim: Claim | None = None,
     ) -> None:
-        """WRK-7: the task completed goal round `round` (replaces the last checkpoint)."""
+        """WRK-7: the task completed goal round `round` (replaces the last checkpoint).
+        Fenced with `claim` (FLT-1)."""
         ...
 
     def last_checkpoint(self, task_id: str) -> Checkpoint | None:
         """WRK-7: the task's last checkpoint, or None."""
+        ...
+
+    def mark_awaited(self, waiter_id: str, target_ids: Collection[str]) -> None:
+        """FLT-5: `waiter_id` waits for these tasks now (replacing what it waited for
+        before): a queued task that a queued or running task waits for is claimed before
+        every task nobody waits for."""
+        ...
+
+    def clear_awaited(self, waiter_id: str) -> None:
+        """FLT-5: `waiter_id` waits for nothing any more."""
         ...
 
     def fleet_snapshot(self, project_id: str | None, now: float) -> FleetSnapshot:

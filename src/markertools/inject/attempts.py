@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Final
 
 import attrs
@@ -49,10 +50,14 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def ending_attempt(task: Task, kind: str, checkpoint_round: int, now: float) -> Attempt:
+def ending_attempt(
+    task: Task, kind: str, checkpoint_round: int, now: float, reason: str | None = None
+) -> Attempt:
     """ATT-1/2: the ledger row for the attempt a platform requeue ends. Raises ValueError
     for a kind outside ATTEMPT_KINDS or a non-integer checkpoint round (the adapter then
-    rolls back and returns the failure)."""
+    rolls back and returns the failure). `reason` (FLT-2): the cause the caller knows
+    (a shutdown, a lost lease, an outage) - cut to one line of REASON_CHARS - instead of
+    the task's own interruption reason."""
     if kind not in ATTEMPT_KINDS:
         raise ValueError(f"attempt kind must be one of {', '.join(ATTEMPT_KINDS)}, not {kind!r}")
     if isinstance(checkpoint_round, bool) or not isinstance(checkpoint_round, int):
@@ -61,7 +66,11 @@ def ending_attempt(task: Task, kind: str, checkpoint_round: int, now: float) -> 
         task_id=task.id,
         attempt_no=task.auto_resume_count + 1,
         kind=kind,
-        interrupted_reason=task.interrupted_reason,
+        interrupted_reason=(
+            task.interrupted_reason
+            if reason is None or not reason.strip()
+            else one_line(reason, REASON_CHARS)
+        ),
         checkpoint_round=checkpoint_round,
         result_text=cut(task.result_text, ATTEMPT_TEXT_CHARS),
         error_text=cut(task.error_text, ATTEMPT_TEXT_CHARS),
@@ -151,12 +160,31 @@ def preamble_applies(attempt: Attempt | None, task: Task) -> bool:
     return _is_int(attempt.attempt_no) and attempt.attempt_no > retried
 
 
+RECOVERED_REPORT_CHARS: Final[int] = 6000  # FLT-2: a recovered turn's report shown
+
+
+def recovered_section(recovered: Sequence[str], random: RandomSource, locale: str = "en") -> str:
+    """FLT-2: the reports of the previous attempt's turns that the platform finished
+    delivering after the interruption, framed as data, with the sentence saying they are
+    done (the agent must not do them again)."""
+    parts = [msg("attempts.preamble_recovered").render(locale)]
+    for text in recovered:
+        shown = cut(text, RECOVERED_REPORT_CHARS) or ""
+        parts.append(frame_data(shown, msg("attempts.label_recovered"), random, locale).text)
+    return "\n".join(parts)
+
+
 def resume_preamble(
-    attempt: Attempt | None, random: RandomSource, locale: str = "en"
+    attempt: Attempt | None,
+    random: RandomSource,
+    locale: str = "en",
+    recovered: Sequence[str] = (),
 ) -> str | None:
     """ATT-4: the resume preamble for the claim after a platform requeue, or None (no row,
     a malformed row, or a row that is not `platform_fresh`). The caller decides which tasks
-    and starts get one (INJ-1, INJ-5; goal tasks never do)."""
+    and starts get one (INJ-1, INJ-5; goal tasks never do). `recovered` (FLT-2): the
+    reports of turns the platform finished delivering after the interruption - shown so
+    the agent does not repeat them."""
     row = checked_attempt(attempt)
     if row is None or row.kind != "platform_fresh":
         return None
@@ -179,6 +207,8 @@ def resume_preamble(
     if output is not None or error is not None:
         parts.append(msg("attempts.preamble_records").render(locale))
         parts.extend(p for p in (output, error) if p is not None)
+    if recovered:
+        parts.append(recovered_section(recovered, random, locale))
     parts.append(msg("attempts.preamble_inspect").render(locale))
     return "\n".join(parts)
 

@@ -39,7 +39,12 @@ from markertools.domain.model import (
     start_kind_of,
 )
 from markertools.domain.ports import RandomSource, TodoListing
-from markertools.inject.attempts import one_line, preamble_applies, resume_preamble
+from markertools.inject.attempts import (
+    one_line,
+    preamble_applies,
+    recovered_section,
+    resume_preamble,
+)
 from markertools.inject.framing import frame_data
 from markertools.inject.inert import inert
 from markertools.text.msg import Msg, msg
@@ -77,6 +82,9 @@ class InjectionInputs:
     memory: tuple[str, ...] = ()
     attempt: Attempt | None = None
     memory_trusted: bool = False  # the caller vouches for `memory`: pasted verbatim
+    # FLT-2: the report messages of turns the platform finished delivering for the
+    # previous attempt after it was cut off (`recover_pending_turns`), oldest first
+    recovered: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -247,14 +255,18 @@ def assemble_first_turn(
     if not goal_task:
         if inputs.start == StartKind.RETRY:
             notes.append(msg("inject.note_retry_no_preamble"))
-        elif preamble_applies(inputs.attempt, task):
-            preamble = resume_preamble(inputs.attempt, random, locale)
+        preamble = None
+        if inputs.start != StartKind.RETRY and preamble_applies(inputs.attempt, task):
+            preamble = resume_preamble(inputs.attempt, random, locale, inputs.recovered)
             preamble = inert(preamble) if preamble is not None else None
             if preamble is not None:
                 names.append("resume")
                 texts.append(preamble)
         elif inputs.start == StartKind.RESUME:
             notes.append(msg("inject.note_resume_no_attempt"))
+        if preamble is None and inputs.recovered:  # FLT-2: said even without a preamble
+            names.append("recovered")
+            texts.append(inert(recovered_section(inputs.recovered, random, locale)))
 
     prompt = _prepend(texts, task.prompt) if texts else task.prompt
     goal = unchanged_goal

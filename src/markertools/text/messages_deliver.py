@@ -34,6 +34,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "goal 任务与协调员任务不执行标记块",
     },
     "deliver.why_cancelled": {"en": "the sender was cancelled", "zh": "发送方已被取消"},
+    "deliver.why_not_running": {
+        "en": "the sender task is not running (it is {status}); only a running task's turns are delivered",
+        "zh": "发送方任务未在运行（当前为 {status}）；只投递运行中任务的回合",
+    },
     "deliver.sender_cancelled": {
         "en": "not run: the sender was cancelled during delivery",
         "zh": "未执行：投递期间发送方已被取消",

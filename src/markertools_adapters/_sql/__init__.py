@@ -30,6 +30,7 @@ from markertools_adapters._sql._ddl import (
 )
 from markertools_adapters._sql._dialect import Database, Dialect, Executor, Statement
 from markertools_adapters._sql._errors import SchemaError, SchemaTooNew
+from markertools_adapters._sql._fence import FenceMixin
 from markertools_adapters._sql._finish import FinishMixin
 from markertools_adapters._sql._journal import JournalMixin
 from markertools_adapters._sql._leases import LEASE_CLAIM_SQL, LeaseMixin
@@ -54,6 +55,7 @@ __all__ = [
     "Database",
     "Dialect",
     "Executor",
+    "FenceMixin",
     "FinishMixin",
     "JournalMixin",
     "LeaseMixin",

@@ -20,6 +20,13 @@
 #   Rule 4 (CST-2): a charge is added in SQL (`used + ?`, exact integers), guarded so the
 #           sum never passes MAX_MICROS: a charge that would is refused with the memory
 #           model's ValueError, nothing changed.
+#   Rule 5 (FLT-6): the stored entry keeps the call's `finish_digest`; a repeat with
+#           another digest raises TurnFinishedDifferently (its transaction rolls back).
+#   Rule 6 (FLT-1): with a claim, the claim is checked in the same transaction, after the
+#           replay check (a replay writes nothing) and before any write sticks.
+#   Rule 7 (FLT-2): `charge_turn` is Rules 1-6 for the cost of a turn that was not the
+#           task's last, keyed in `charged_turns` (migration step 9); the task row is
+#           only read.
 from __future__ import annotations
 
 import json
@@ -28,6 +35,7 @@ from typing import Any
 
 from markertools import (
     MAX_MICROS,
+    Claim,
     CostRow,
     FinishedTurn,
     Quota,
@@ -35,12 +43,15 @@ from markertools import (
     TurnOutcome,
     add_micros,
     checked_finish,
+    finish_digest,
+    finish_replay,
     from_micros,
     is_priced,
     to_micros,
 )
 from markertools_adapters._sql._codec import Tables, quote, text_value
 from markertools_adapters._sql._dialect import Database, Executor
+from markertools_adapters._sql._fence import check_claim_in
 from markertools_adapters.errors import UnknownTask
 
 
@@ -68,6 +79,7 @@ def finished_json(done: FinishedTurn) -> str:
                 None if charged.total_usd is None else to_micros(charged.total_usd),
                 to_micros(charged.used_usd),
             ],
+            "digest": done.digest,
         },
         separators=(",", ":"),
         ensure_ascii=False,
@@ -100,6 +112,7 @@ def finished_from_json(task_id: str, turn_id: str, text: str) -> FinishedTurn:
             None if charged[1] is None else from_micros(charged[1]),
             from_micros(charged[2]),
         ),
+        digest=data.get("digest"),
     )
 
 
@@ -159,8 +172,10 @@ class FinishMixin:
         error_text: str | None = None,
         cost: TurnCost | CostRow | None = None,
         requeue: bool = False,
+        claim: Claim | None = None,
     ) -> FinishedTurn:
         status = checked_finish(task_id, turn_id, outcome, cost, requeue)
+        digest = finish_digest(outcome, result_text, error_text, cost, requeue)
         tasks, d = self._tables.tasks, self._tables.dialect
         tid = d.bind_text(text_value(task_id, "task_id"))
         key = (tid, d.bind_text(text_value(turn_id, "turn_id")))
@@ -171,28 +186,16 @@ class FinishMixin:
             changes["error_text"] = error_text
         sets = tasks.encode_changes(changes)  # wrong types refused before any write
         with self._db.write() as conn:
-            claimed = conn.execute(  # Rule 1
-                d.sql(
-                    "INSERT INTO finished_turns (task_id, turn_id, entry) VALUES (?, ?, '')"
-                    " ON CONFLICT DO NOTHING"
-                ),
-                key,
-            )
-            if claimed.rowcount != 1:
-                stored = conn.execute(
-                    d.sql("SELECT entry FROM finished_turns WHERE task_id = ? AND turn_id = ?"),
-                    key,
-                ).fetchone()
-                assert stored is not None  # the conflicting row is committed (Rule 1)
-                first = finished_from_json(task_id, turn_id, d.stored_text(stored[0]))
-                return FinishedTurn(
-                    task_id, turn_id, first.status, first.changed, first.cost, first.charged, True
-                )
+            first = self._first_of(conn, "finished_turns", key, task_id, turn_id)  # Rule 1
+            if first is not None:
+                return finish_replay(first, digest)  # Rule 5
             found = conn.execute(  # Rule 2
                 d.sql(f"{tasks.select_sql} WHERE id = ?{d.lock_row}"), (tid,)
             ).fetchone()
             if found is None:
                 raise UnknownTask(task_id, "finish_turn")  # Rule 3: rolls the claim back
+            if claim is not None:  # Rule 6
+                check_claim_in(conn, self._tables, claim)
             task = tasks.decode(found)
             changed = task.status == "running"
             if changed:
@@ -203,10 +206,71 @@ class FinishMixin:
                 )
             row, charged = self._record_turn_cost(conn, task_id, task.created_by, cost)
             done = FinishedTurn(
-                task_id, turn_id, status if changed else task.status, changed, row, charged
+                task_id,
+                turn_id,
+                status if changed else task.status,
+                changed,
+                row,
+                charged,
+                digest=digest,
             )
             conn.execute(
                 d.sql("UPDATE finished_turns SET entry = ? WHERE task_id = ? AND turn_id = ?"),
+                (d.bind_text(finished_json(done)), *key),
+            )
+        return done
+
+    def _first_of(
+        self, conn: Executor, table: str, key: tuple[str, str], task_id: str, turn_id: str
+    ) -> FinishedTurn | None:
+        """Rule 1: claim (task, turn id) in `table`, or read back the first call's result."""
+        d = self._tables.dialect
+        claimed = conn.execute(
+            d.sql(
+                f"INSERT INTO {table} (task_id, turn_id, entry) VALUES (?, ?, '')"
+                " ON CONFLICT DO NOTHING"
+            ),
+            key,
+        )
+        if claimed.rowcount == 1:
+            return None
+        stored = conn.execute(
+            d.sql(f"SELECT entry FROM {table} WHERE task_id = ? AND turn_id = ?"), key
+        ).fetchone()
+        assert stored is not None  # the conflicting row is committed (Rule 1)
+        return finished_from_json(task_id, turn_id, d.stored_text(stored[0]))
+
+    def charge_turn(
+        self,
+        task_id: str,
+        turn_id: str,
+        cost: TurnCost | CostRow,
+        *,
+        claim: Claim | None = None,
+    ) -> FinishedTurn:
+        checked_finish(task_id, turn_id, "completed", cost, False)
+        if cost is None:
+            raise TypeError("cost: expected a TurnCost or a CostRow, got None")
+        digest = finish_digest("charge", None, None, cost, False)
+        tasks, d = self._tables.tasks, self._tables.dialect
+        tid = d.bind_text(text_value(task_id, "task_id"))
+        key = (tid, d.bind_text(text_value(turn_id, "turn_id")))
+        with self._db.write() as conn:  # Rule 7
+            first = self._first_of(conn, "charged_turns", key, task_id, turn_id)
+            if first is not None:
+                return finish_replay(first, digest)
+            found = conn.execute(
+                d.sql(f"{tasks.select_sql} WHERE id = ?{d.lock_row}"), (tid,)
+            ).fetchone()
+            if found is None:
+                raise UnknownTask(task_id, "charge_turn")
+            if claim is not None:
+                check_claim_in(conn, self._tables, claim)
+            task = tasks.decode(found)
+            row, charged = self._record_turn_cost(conn, task_id, task.created_by, cost)
+            done = FinishedTurn(task_id, turn_id, task.status, False, row, charged, digest=digest)
+            conn.execute(
+                d.sql("UPDATE charged_turns SET entry = ? WHERE task_id = ? AND turn_id = ?"),
                 (d.bind_text(finished_json(done)), *key),
             )
         return done

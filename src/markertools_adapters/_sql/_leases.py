@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 from markertools import (
     Affinity,
     Checkpoint,
+    Claim,
     FleetSnapshot,
     HostLeases,
     Lease,
@@ -35,21 +36,26 @@ from markertools import (
 )
 from markertools_adapters._sql._codec import Tables, text_value
 from markertools_adapters._sql._dialect import Database, Executor
+from markertools_adapters._sql._fence import check_claim_in
 
-# WRK-6 / WRK-8: the claim order of `markertools.pick_claim` in SQL. Parameters: now,
-# host, project_id, now, host. A quota is exhausted when its total is set and used >= it.
+# FLT-5 / WRK-6 / WRK-8: the claim order of `markertools.pick_claim` in SQL. Parameters:
+# project_id, now, host, now, host. A quota is exhausted when its total is set and used
+# >= it; a task is awaited when a queued or running task waits for it (task_waits).
 LEASE_CLAIM_SQL: Final[str] = (
     "SELECT id FROM tasks WHERE project_id = ? AND status = 'queued'"
     " AND NOT EXISTS (SELECT 1 FROM task_affinity AS a WHERE a.task_id = tasks.id"
     " AND a.until_at > ? AND a.host <> ?)"
     ' AND NOT EXISTS (SELECT 1 FROM quotas AS q WHERE q."user" = tasks.created_by'
     " AND q.total_usd_micros IS NOT NULL AND q.used_usd_micros >= q.total_usd_micros)"
-    " ORDER BY CASE WHEN EXISTS (SELECT 1 FROM task_affinity AS b"
+    " ORDER BY CASE WHEN EXISTS (SELECT 1 FROM task_waits AS w JOIN tasks AS wt"
+    " ON wt.id = w.waiter_id WHERE w.target_id = tasks.id"
+    " AND wt.status IN ('queued', 'running')) THEN 0 ELSE 1 END,"
+    " CASE WHEN EXISTS (SELECT 1 FROM task_affinity AS b"
     " WHERE b.task_id = tasks.id AND b.until_at > ? AND b.host = ?) THEN 0 ELSE 1 END,"
     " created_at, id LIMIT 1"
 )
 
-_LEASE_COLS: Final[str] = "task_id, host, expires_at, pgid, machine_id, started_at"
+_LEASE_COLS: Final[str] = "task_id, host, expires_at, pgid, machine_id, started_at, epoch"
 
 
 class LeaseMixin:
@@ -66,6 +72,7 @@ class LeaseMixin:
             kind: str,
             checkpoint_round: int,
             now: float,
+            reason: str | None = None,
         ) -> RequeueResult: ...
 
     def _lease_of(self, row: Sequence[Any]) -> Lease:
@@ -77,26 +84,37 @@ class LeaseMixin:
             None if row[3] is None else int(row[3]),
             None if row[4] is None else d.stored_text(row[4]),
             float(row[5]),
+            int(row[6]),
         )
 
     def renew_leases(
-        self, host: str, task_ids: Collection[str], *, lease_seconds: float, now: float
+        self,
+        host: str,
+        task_ids: Collection[str | Claim],
+        *,
+        lease_seconds: float,
+        now: float,
     ) -> tuple[str, ...]:
         d = self._tables.dialect
         held: list[str] = []
         with self._db.write() as conn:
-            for task_id in task_ids:
+            for item in task_ids:
+                task_id = item.task.id if isinstance(item, Claim) else item
+                fenced = " AND tasks.epoch = ?" if isinstance(item, Claim) else ""  # FLT-1
+                params: list[object] = [
+                    float(now + lease_seconds),
+                    d.bind_text(text_value(task_id, "task_id")),
+                    d.bind_text(text_value(host, "host")),
+                ]
+                if isinstance(item, Claim):
+                    params.append(int(item.epoch))
                 cursor = conn.execute(
                     d.sql(
                         "UPDATE task_leases SET expires_at = ? WHERE task_id = ? AND host = ?"
                         " AND EXISTS (SELECT 1 FROM tasks WHERE tasks.id = task_leases.task_id"
-                        " AND tasks.status = 'running')"
+                        f" AND tasks.status = 'running'{fenced})"
                     ),
-                    (
-                        float(now + lease_seconds),
-                        d.bind_text(text_value(task_id, "task_id")),
-                        d.bind_text(text_value(host, "host")),
-                    ),
+                    params,
                 )
                 if cursor.rowcount == 1:
                     held.append(task_id)
@@ -152,6 +170,7 @@ class LeaseMixin:
         affinity_seconds: float,
         kind: str = "platform_fresh",
         checkpoint_round: int = -1,
+        reason: str | None = None,
     ) -> RequeueResult:
         d = self._tables.dialect
         try:
@@ -174,7 +193,9 @@ class LeaseMixin:
                         ok=False,
                         error=f"task {task_id!r} has no expired lease of host {expected_host!r}",
                     )
-                result = self._requeue_in(conn, task_id, "running", kind, checkpoint_round, now)
+                result = self._requeue_in(
+                    conn, task_id, "running", kind, checkpoint_round, now, reason
+                )
                 if not result.ok:
                     return result
                 conn.execute(d.sql("DELETE FROM task_leases WHERE task_id = ?"), (tid,))
@@ -225,14 +246,37 @@ class LeaseMixin:
         return tuple(i for i in ids if i not in running)
 
     def record_checkpoint(
-        self, task_id: str, round: int, *, thread_id: str | None, turn_id: str | None, now: float
+        self,
+        task_id: str,
+        round: int,
+        *,
+        thread_id: str | None,
+        turn_id: str | None,
+        now: float,
+        claim: Claim | None = None,
     ) -> None:
         d = self._tables.dialect
 
         def opt(value: str | None, where: str) -> str | None:
             return None if value is None else d.bind_text(text_value(value, where))
 
-        self._db.run(
+        with self._db.write() as conn:
+            if claim is not None:  # FLT-1
+                check_claim_in(conn, self._tables, claim)
+            self._write_checkpoint(conn, task_id, round, opt(thread_id, "thread_id"),
+                                   opt(turn_id, "turn_id"), now)
+
+    def _write_checkpoint(
+        self,
+        conn: Executor,
+        task_id: str,
+        round: int,
+        thread_id: str | None,
+        turn_id: str | None,
+        now: float,
+    ) -> None:
+        d = self._tables.dialect
+        conn.execute(
             d.sql(
                 "INSERT INTO task_checkpoints (task_id, round, thread_id, turn_id, at)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET"
@@ -242,8 +286,8 @@ class LeaseMixin:
             (
                 d.bind_text(text_value(task_id, "task_id")),
                 int(round),
-                opt(thread_id, "thread_id"),
-                opt(turn_id, "turn_id"),
+                thread_id,
+                turn_id,
                 float(now),
             ),
         )

@@ -76,11 +76,20 @@ class RecordsMixin:
     # ---- AttemptLedger ------------------------------------------------------------------
 
     def requeue_platform(
-        self, task_id: str, expected_status: str, kind: str, checkpoint_round: int, now: float
+        self,
+        task_id: str,
+        expected_status: str,
+        kind: str,
+        checkpoint_round: int,
+        now: float,
+        *,
+        reason: str | None = None,
     ) -> RequeueResult:
         try:
             with self._db.write() as conn:
-                return self._requeue_in(conn, task_id, expected_status, kind, checkpoint_round, now)
+                return self._requeue_in(
+                    conn, task_id, expected_status, kind, checkpoint_round, now, reason
+                )
         except Exception as exc:
             return RequeueResult(ok=False, error=summarize_error(exc))
 
@@ -92,6 +101,7 @@ class RecordsMixin:
         kind: str,
         checkpoint_round: int,
         now: float,
+        reason: str | None = None,
     ) -> RequeueResult:
         """Rule 1 inside the caller's write transaction (requeue_expired uses it too); a
         refusal is returned, a failure raises (the caller rolls back)."""
@@ -108,7 +118,7 @@ class RecordsMixin:
                 error=f"task {task_id!r} is {task.status!r}, not {expected_status!r}"
                 " (changed meanwhile)",
             )
-        attempt = ending_attempt(task, kind, checkpoint_round, now)
+        attempt = ending_attempt(task, kind, checkpoint_round, now, reason)
         requeued = requeued_task(task)
         conn.execute(
             f"{attempts.insert_sql} ON CONFLICT (task_id, attempt_no) DO NOTHING",

@@ -18,10 +18,19 @@
 #           changes the row; the other gets None ("changed meanwhile").
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from markertools import TASK_STATUSES, TODO_STATUSES, Task, TaskChange, Todo, refuse_bad_status
+from markertools import (
+    TASK_STATUSES,
+    TODO_STATUSES,
+    Task,
+    TaskChange,
+    Todo,
+    created_now,
+    refuse_bad_status,
+)
 from markertools_adapters._sql._codec import RecordCodec, Tables, quote
 from markertools_adapters._sql._dialect import Database, Statement
 from markertools_adapters.errors import StoreError
@@ -121,7 +130,8 @@ class TaskRows:
 
     def insert_task(self, task: Task) -> None:
         refuse_bad_status("task", task.status, TASK_STATUSES)
-        insert_new(self._db, self._tables.tasks, task, "task")
+        # FLT-5: an unset created_at is the store clock's now
+        insert_new(self._db, self._tables.tasks, created_now(task, time.time()), "task")
 
     def transition_task(
         self, task_id: str, expected_status: str, changes: TaskChange | Mapping[str, object]

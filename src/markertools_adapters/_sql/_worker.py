@@ -46,6 +46,7 @@ from markertools import (
 from markertools_adapters._sql._automations import stored_next_run_at
 from markertools_adapters._sql._codec import Tables, quote, text_value
 from markertools_adapters._sql._dialect import Database, Executor
+from markertools_adapters._sql._fence import check_claim_in
 from markertools_adapters._sql._leases import LEASE_CLAIM_SQL
 from markertools_adapters._sql._rows import get_by_id
 from markertools_adapters._sql._tools import release_held_in
@@ -100,10 +101,10 @@ class WorkerMixin:
         ).fetchone()
         if row is None:
             return None
-        cursor = conn.execute(
+        cursor = conn.execute(  # FLT-1: every claim a larger epoch
             d.sql(
-                "UPDATE tasks SET status = 'running', host = ?, turn = turn + 1"
-                " WHERE id = ? AND status = 'queued'"
+                "UPDATE tasks SET status = 'running', host = ?, turn = turn + 1,"
+                " epoch = epoch + 1 WHERE id = ? AND status = 'queued'"
             ),
             (bound_host, row[0]),
         )
@@ -112,12 +113,14 @@ class WorkerMixin:
         if lease_seconds is not None:  # Rule 5 (WRK-6): the lease, same transaction
             conn.execute(
                 d.sql(
-                    "INSERT INTO task_leases (task_id, host, expires_at, started_at)"
-                    " VALUES (?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET"
+                    "INSERT INTO task_leases (task_id, host, expires_at, started_at, epoch)"
+                    " SELECT id, ?, ?, ?, epoch FROM tasks WHERE id = ?"
+                    " ON CONFLICT (task_id) DO UPDATE SET"
                     " host = excluded.host, expires_at = excluded.expires_at,"
-                    " started_at = excluded.started_at, pgid = NULL, machine_id = NULL"
+                    " started_at = excluded.started_at, epoch = excluded.epoch,"
+                    " pgid = NULL, machine_id = NULL"
                 ),
-                (row[0], text_host, float(now + lease_seconds), float(now)),
+                (text_host, float(now + lease_seconds), float(now), row[0]),
             )
         claimed = conn.execute(d.sql(f"{tasks.select_sql} WHERE id = ?"), (row[0],)).fetchone()
         return None if claimed is None else tasks.decode(claimed)
@@ -138,8 +141,10 @@ class WorkerMixin:
 
     # ---- FollowupTaker -----------------------------------------------------------------
 
-    def take_followups(self, task_id: str) -> tuple[str, ...]:
+    def take_followups(self, task_id: str, *, claim: Claim | None = None) -> tuple[str, ...]:
         with self._db.write() as conn:
+            if claim is not None:  # FLT-1
+                check_claim_in(conn, self._tables, claim)
             return self._take_in(conn, task_id)
 
     def _take_in(self, conn: Executor, task_id: str, *, advance: bool = True) -> tuple[str, ...]:

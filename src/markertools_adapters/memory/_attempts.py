@@ -25,16 +25,31 @@ class AttemptMixin:
     _state: MemoryState
 
     def requeue_platform(
-        self, task_id: str, expected_status: str, kind: str, checkpoint_round: int, now: float
+        self,
+        task_id: str,
+        expected_status: str,
+        kind: str,
+        checkpoint_round: int,
+        now: float,
+        *,
+        reason: str | None = None,
     ) -> RequeueResult:
         try:
             with self._state.lock:
-                return self._requeue_locked(task_id, expected_status, kind, checkpoint_round, now)
+                return self._requeue_locked(
+                    task_id, expected_status, kind, checkpoint_round, now, reason
+                )
         except Exception as exc:
             return RequeueResult(ok=False, error=summarize_error(exc))
 
     def _requeue_locked(
-        self, task_id: str, expected_status: str, kind: str, checkpoint_round: int, now: float
+        self,
+        task_id: str,
+        expected_status: str,
+        kind: str,
+        checkpoint_round: int,
+        now: float,
+        reason: str | None = None,
     ) -> RequeueResult:
         state = self._state
         task = state.tasks.get(task_id)
@@ -45,7 +60,7 @@ class AttemptMixin:
                 ok=False,
                 error=f"task {task_id!r} is {task.status!r}, not {expected_status!r} (changed meanwhile)",
             )
-        row = ending_attempt(task, kind, checkpoint_round, now)
+        row = ending_attempt(task, kind, checkpoint_round, now, reason)
         new_task = requeued_task(task)
         key = (task_id, row.attempt_no)
         previous = state.attempts.get(key)

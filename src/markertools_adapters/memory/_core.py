@@ -13,6 +13,7 @@
 #           sharing a name, as the SQL adapters' unique index does.
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
@@ -31,6 +32,7 @@ from markertools import (
     Task,
     TaskChange,
     TaskListing,
+    created_now,
     is_priced,
     refuse_bad_status,
 )
@@ -79,6 +81,7 @@ class CoreMixin:
 
     def insert_task(self, task: Task) -> None:
         refuse_bad_status("task", task.status, TASK_STATUSES)
+        task = created_now(task, time.time())  # FLT-5: an unset created_at is now
         with self._state.lock:
             if task.id in self._state.tasks:
                 raise ValueError(f"task {task.id!r} already exists")

@@ -13,34 +13,48 @@
 #           named host holds on a running task.
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING
 
 import attrs
 
 from markertools import (
+    FINISHED_POSITION,
+    PENDING_POSITION,
     Affinity,
     Checkpoint,
+    Claim,
     FleetSnapshot,
     HostLeases,
     Lease,
+    PendingTurn,
     QuotaHold,
     RequeueResult,
     RunningTask,
+    pending_turn_of,
     quota_exhausted,
     quota_hold_reason,
 )
-from markertools_adapters.memory._state import MemoryState
+from markertools_adapters.memory._journal import JournalMixin
+from markertools_adapters.memory._state import MemoryState, check_claim
 
 
-class LeaseMixin:
+class LeaseMixin(JournalMixin):  # fenced() runs in its atomic()
     _state: MemoryState
 
     if TYPE_CHECKING:  # AttemptMixin's, next in the MemoryStore's bases
 
         def requeue_platform(
-            self, task_id: str, expected_status: str, kind: str, checkpoint_round: int, now: float
+            self,
+            task_id: str,
+            expected_status: str,
+            kind: str,
+            checkpoint_round: int,
+            now: float,
+            *,
+            reason: str | None = None,
         ) -> RequeueResult: ...
 
     def _held(self, task_id: str, host: str) -> Lease | None:
@@ -51,13 +65,22 @@ class LeaseMixin:
         return lease
 
     def renew_leases(
-        self, host: str, task_ids: Collection[str], *, lease_seconds: float, now: float
+        self,
+        host: str,
+        task_ids: Collection[str | Claim],
+        *,
+        lease_seconds: float,
+        now: float,
     ) -> tuple[str, ...]:
         held: list[str] = []
         with self._state.lock:
-            for task_id in task_ids:
+            for item in task_ids:
+                task_id = item.task.id if isinstance(item, Claim) else item
                 lease = self._held(task_id, host)
                 if lease is None:
+                    continue
+                task = self._state.tasks[task_id]
+                if isinstance(item, Claim) and task.epoch != item.epoch:  # FLT-1
                     continue
                 self._state.leases[task_id] = attrs.evolve(lease, expires_at=now + lease_seconds)
                 held.append(task_id)
@@ -95,6 +118,7 @@ class LeaseMixin:
         affinity_seconds: float,
         kind: str = "platform_fresh",
         checkpoint_round: int = -1,
+        reason: str | None = None,
     ) -> RequeueResult:
         with self._state.lock:  # Rule 2
             task = self._state.tasks.get(task_id)
@@ -106,7 +130,9 @@ class LeaseMixin:
                     ok=False,
                     error=f"task {task_id!r} has no expired lease of host {expected_host!r}",
                 )
-            result = self.requeue_platform(task_id, "running", kind, checkpoint_round, now)
+            result = self.requeue_platform(
+                task_id, "running", kind, checkpoint_round, now, reason=reason
+            )
             if result.ok:
                 self._state.leases.pop(task_id, None)
                 self._state.affinities[task_id] = Affinity(
@@ -132,10 +158,54 @@ class LeaseMixin:
             )
 
     def record_checkpoint(
-        self, task_id: str, round: int, *, thread_id: str | None, turn_id: str | None, now: float
+        self,
+        task_id: str,
+        round: int,
+        *,
+        thread_id: str | None,
+        turn_id: str | None,
+        now: float,
+        claim: Claim | None = None,
     ) -> None:
         with self._state.lock:
+            if claim is not None:  # FLT-1
+                check_claim(self._state, claim)
             self._state.checkpoints[task_id] = Checkpoint(task_id, round, thread_id, turn_id, now)
+
+    # ---- FLT-1 / FLT-2: fencing and pending turns -----------------------------------------
+
+    @contextlib.contextmanager
+    def fenced(self, claim: Claim) -> Iterator[None]:
+        with self._state.lock, self.atomic():
+            check_claim(self._state, claim)
+            yield
+
+    def pending_turns(self, task_id: str) -> tuple[PendingTurn, ...]:
+        with self._state.lock:
+            blocks = self._state.delivery_blocks
+            rows = [
+                (turn_id, entry)
+                for (sender, turn_id, position), entry in blocks.items()
+                if sender == task_id
+                and position == PENDING_POSITION
+                and (sender, turn_id, FINISHED_POSITION) not in blocks
+            ]
+        found = [p for turn_id, entry in rows if (p := pending_turn_of(task_id, turn_id, entry))]
+        return tuple(sorted(found, key=lambda p: (p.recorded_at, p.turn_id)))
+
+    # ---- FLT-5: who waits for whom ---------------------------------------------------------
+
+    def mark_awaited(self, waiter_id: str, target_ids: Collection[str]) -> None:
+        with self._state.lock:
+            targets = frozenset(target_ids)
+            if targets:
+                self._state.waits[waiter_id] = targets
+            else:
+                self._state.waits.pop(waiter_id, None)
+
+    def clear_awaited(self, waiter_id: str) -> None:
+        with self._state.lock:
+            self._state.waits.pop(waiter_id, None)
 
     def last_checkpoint(self, task_id: str) -> Checkpoint | None:
         with self._state.lock:

@@ -17,10 +17,12 @@ from markertools import (
     AuditRecord,
     Automation,
     Checkpoint,
+    Claim,
     CostRow,
     FinishedTurn,
     Followup,
     Lease,
+    LeaseLost,
     Project,
     Quota,
     StoredToken,
@@ -61,7 +63,33 @@ class MemoryState:
     affinities: dict[str, Affinity] = attrs.Factory(dict)
     # WRK-7: task id -> its last goal checkpoint
     checkpoints: dict[str, Checkpoint] = attrs.Factory(dict)
+    # FLT-2: (task id, turn id) -> the cost row and charge of a turn that was not the last
+    charged_turns: dict[tuple[str, str], FinishedTurn] = attrs.Factory(dict)
+    # FLT-5: waiter task id -> the tasks it waits for
+    waits: dict[str, frozenset[str]] = attrs.Factory(dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock, eq=False, repr=False)
+
+
+def check_claim(state: MemoryState, claim: Claim) -> None:
+    """FLT-1: under the lock, raise LeaseLost unless `claim` still holds its task."""
+    task = state.tasks.get(claim.task.id)
+    if task is None or task.epoch != claim.epoch or task.status != "running":
+        raise LeaseLost(
+            claim.task.id,
+            claim.epoch,
+            None if task is None else task.epoch,
+            None if task is None else task.status,
+        )
+
+
+def awaited_ids(state: MemoryState) -> frozenset[str]:
+    """FLT-5: the tasks a queued or running task waits for (under the caller's lock)."""
+    found: set[str] = set()
+    for waiter, targets in state.waits.items():
+        task = state.tasks.get(waiter)
+        if task is not None and task.status in ("queued", "running"):
+            found.update(targets)
+    return frozenset(found)
 
 
 def revoke_left_running(state: MemoryState, before: object, after: object) -> None:

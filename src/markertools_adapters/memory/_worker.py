@@ -43,6 +43,8 @@ from markertools import (
     add_micros,
     checked_finish,
     claim_of,
+    finish_digest,
+    finish_replay,
     from_micros,
     is_priced,
     pick_claim,
@@ -52,7 +54,13 @@ from markertools import (
 from markertools_adapters.errors import UnknownTask
 from markertools_adapters.memory._automations import name_clash
 from markertools_adapters.memory._journal import JournalMixin
-from markertools_adapters.memory._state import MemoryState, release_held, revoke_left_running
+from markertools_adapters.memory._state import (
+    MemoryState,
+    awaited_ids,
+    check_claim,
+    release_held,
+    revoke_left_running,
+)
 
 AUTOMATION_CHANGES: Final[frozenset[str]] = frozenset(
     {"prompt", "interval_seconds", "first_run_at", "run_once"}
@@ -87,20 +95,24 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
                 for t in state.tasks.values()
                 if t.project_id == project_id and t.status == "queued"
             )
-            chosen = pick_claim(  # WRK-6 affinity, WRK-8 quota hold, then oldest
+            awaited = awaited_ids(state)
+            chosen = pick_claim(  # FLT-5 awaited, WRK-6 affinity, WRK-8 quota hold, oldest
                 queued,
                 host,
                 now,
                 state.affinities.get,
                 lambda user: quota_exhausted(state.quotas.get(user)),
+                awaited.__contains__,
             )
             if chosen is None:
                 return None
-            claimed = attrs.evolve(chosen, status="running", host=host, turn=chosen.turn + 1)
+            claimed = attrs.evolve(  # FLT-1: every claim a larger epoch
+                chosen, status="running", host=host, turn=chosen.turn + 1, epoch=chosen.epoch + 1
+            )
             state.tasks[chosen.id] = claimed
             if lease_seconds is not None:
                 state.leases[chosen.id] = Lease(
-                    chosen.id, host, now + lease_seconds, started_at=now
+                    chosen.id, host, now + lease_seconds, started_at=now, epoch=claimed.epoch
                 )
             return claimed
 
@@ -122,8 +134,11 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
 
     # ---- FollowupTaker -----------------------------------------------------------------
 
-    def take_followups(self, task_id: str) -> tuple[str, ...]:
-        return self._take(task_id, advance=True)
+    def take_followups(self, task_id: str, *, claim: Claim | None = None) -> tuple[str, ...]:
+        with self._state.lock:
+            if claim is not None:  # FLT-1
+                check_claim(self._state, claim)
+            return self._take(task_id, advance=True)
 
     def _take(self, task_id: str, *, advance: bool) -> tuple[str, ...]:
         with self._state.lock:
@@ -229,16 +244,20 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
         error_text: str | None = None,
         cost: TurnCost | CostRow | None = None,
         requeue: bool = False,
+        claim: Claim | None = None,
     ) -> FinishedTurn:
         status = checked_finish(task_id, turn_id, outcome, cost, requeue)
+        digest = finish_digest(outcome, result_text, error_text, cost, requeue)
         state = self._state
         with state.lock, self.atomic():
             first = state.finished_turns.get((task_id, turn_id))
-            if first is not None:
-                return attrs.evolve(first, replayed=True)
+            if first is not None:  # TRN-9 replay, FLT-6: only of the same input
+                return finish_replay(first, digest)
             task = state.tasks.get(task_id)
             if task is None:
                 raise UnknownTask(task_id, "finish_turn")
+            if claim is not None:  # FLT-1
+                check_claim(state, claim)
             changed = task.status == "running"
             if changed:
                 fields: dict[str, Any] = {"status": status}
@@ -261,6 +280,42 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
                 if task.created_by is not None and is_priced(row):
                     assert row.usd is not None
                     charged = self.charge_quota(task.created_by, row.usd)
-            done = FinishedTurn(task_id, turn_id, task.status, changed, row, charged)
+            done = FinishedTurn(task_id, turn_id, task.status, changed, row, charged, digest=digest)
             state.finished_turns[(task_id, turn_id)] = done
+            return done
+
+    def charge_turn(
+        self,
+        task_id: str,
+        turn_id: str,
+        cost: TurnCost | CostRow,
+        *,
+        claim: Claim | None = None,
+    ) -> FinishedTurn:
+        checked_finish(task_id, turn_id, "completed", cost, False)
+        if cost is None:
+            raise TypeError("cost: expected a TurnCost or a CostRow, got None")
+        digest = finish_digest("charge", None, None, cost, False)
+        state = self._state
+        with state.lock, self.atomic():
+            first = state.charged_turns.get((task_id, turn_id))
+            if first is not None:
+                return finish_replay(first, digest)
+            task = state.tasks.get(task_id)
+            if task is None:
+                raise UnknownTask(task_id, "charge_turn")
+            if claim is not None:
+                check_claim(state, claim)
+            if isinstance(cost, TurnCost):
+                rounds = [r.round for r in state.costs if r.task_id == task_id]
+                row = cost.row(task_id, max(rounds, default=0) + 1)
+            else:
+                row = cost
+            state.costs.append(row)
+            charged: Quota | None = None
+            if task.created_by is not None and is_priced(row):
+                assert row.usd is not None
+                charged = self.charge_quota(task.created_by, row.usd)
+            done = FinishedTurn(task_id, turn_id, task.status, False, row, charged, digest=digest)
+            state.charged_turns[(task_id, turn_id)] = done
             return done

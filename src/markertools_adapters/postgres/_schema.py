@@ -382,6 +382,28 @@ _STEP8: Final[tuple[str, ...]] = (
     EXECUTE FUNCTION markertools_drop_task_lease()""",
 )
 
+# ---- step 9: fleet safety (FLT-1 fencing, FLT-2 charged turns, FLT-5 who waits) -------
+
+_STEP9: Final[tuple[str, ...]] = (
+    # FLT-1: every claim raises a task's epoch; the lease keeps the claim's
+    "ALTER TABLE tasks ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE task_leases ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0",
+    # FLT-2: the cost row and charge of a turn that was not the task's last, once
+    f"""CREATE TABLE charged_turns (
+        task_id {T} NOT NULL,
+        turn_id {T} NOT NULL,
+        entry {T} NOT NULL,
+        PRIMARY KEY (task_id, turn_id)
+    )""",
+    # FLT-5: which tasks a task waits for (claimed first)
+    f"""CREATE TABLE task_waits (
+        waiter_id {T} NOT NULL,
+        target_id {T} NOT NULL,
+        PRIMARY KEY (waiter_id, target_id)
+    )""",
+    "CREATE INDEX task_waits_target ON task_waits (target_id)",
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1,),
     (_STEP2, _fill_next_run_at),
@@ -391,6 +413,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP6_ADD, _convert_amounts, _STEP6_DROP),
     (_STEP7,),
     (_STEP8,),
+    (_STEP9,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

@@ -31,6 +31,7 @@ import threading
 from markertools_adapters._carries import CarriesPorts
 from markertools_adapters._sql import (
     AutomationMixin,
+    FenceMixin,
     FinishMixin,
     JournalMixin,
     LeaseMixin,
@@ -70,6 +71,7 @@ class PostgresStore(
     ToolsMixin,
     WorkerMixin,
     LeaseMixin,
+    FenceMixin,
     FinishMixin,
     JournalMixin,
     PermissionMixin,

@@ -354,6 +354,28 @@ _STEP8: Final[tuple[str, ...]] = (
 )
 
 # Each migration is a list of steps (SQL text or a callable run on the connection).
+# ---- step 9: fleet safety (FLT-1 fencing, FLT-2 charged turns, FLT-5 who waits) -------
+
+_STEP9: Final[tuple[str, ...]] = (
+    # FLT-1: every claim raises a task's epoch; the lease keeps the claim's
+    "ALTER TABLE tasks ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE task_leases ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0",
+    # FLT-2: the cost row and charge of a turn that was not the task's last, once
+    """CREATE TABLE charged_turns (
+        task_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (task_id, turn_id)
+    ) STRICT""",
+    # FLT-5: which tasks a task waits for (claimed first)
+    """CREATE TABLE task_waits (
+        waiter_id TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        PRIMARY KEY (waiter_id, target_id)
+    ) STRICT""",
+    "CREATE INDEX task_waits_target ON task_waits (target_id)",
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1, _permission_tables),
     (_STEP2, _fill_next_run_at),
@@ -363,6 +385,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP6_NEW_TABLES, _convert_amounts, _STEP6_SWAP),
     (_STEP7,),
     (_STEP8,),
+    (_STEP9,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

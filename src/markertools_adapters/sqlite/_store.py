@@ -26,6 +26,7 @@ from pathlib import Path
 from markertools_adapters._carries import CarriesPorts
 from markertools_adapters._sql import (
     AutomationMixin,
+    FenceMixin,
     FinishMixin,
     JournalMixin,
     LeaseMixin,
@@ -50,6 +51,7 @@ class SqliteStore(
     ToolsMixin,
     WorkerMixin,
     LeaseMixin,
+    FenceMixin,
     FinishMixin,
     JournalMixin,
     WorldMixin,
