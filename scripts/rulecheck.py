@@ -38,12 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # only shrink: once a test names one of these ids, the check fails until it is removed here.
 NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
     {
-        "FLT-1",
-        "FLT-2",
         "FLT-4",
-        "FLT-5",
-        "FLT-6",
-        "FLT-7",
         "APR-1",
         "APR-2",
         "APR-3",
