@@ -176,6 +176,14 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "{env}），工作者不能启动或修改任何运行",
     },
     # the state directory (issue 26): a journal that cannot be written, runs set aside
+    "dots.err.store_outage": {
+        "en": "run {run} cannot change now: the state directory has refused writes for {seconds} s ({detail}); nothing of this call was recorded or done. Try again once it takes writes: the supervisor keeps retrying for up to {budget} s (--store-outage-seconds)",
+        "zh": "运行 {run} 现在无法更改：状态目录已拒绝写入 {seconds} 秒（{detail}）；本次调用未记录也未执行。请在目录恢复可写后重试：监督进程会持续重试最多 {budget} 秒（--store-outage-seconds）",
+    },
+    "dots.err.store_outage_pending": {
+        "en": "run {run}: the state directory refused the write of this call ({detail}); it is kept and recorded as soon as the directory takes writes again, and nothing acts on it before (the supervisor retries for up to {budget} s, --store-outage-seconds; past that the run stops and this call is not recorded)",
+        "zh": "运行 {run}：状态目录拒绝了本次调用的写入（{detail}）；它会被保留，并在目录恢复可写后立即记录，此前不会据此执行任何操作（监督进程最多重试 {budget} 秒，--store-outage-seconds；超过后运行停止，本次调用不会被记录）",
+    },
     "dots.err.journal_failed": {
         "en": "run {run} cannot change: its journal cannot be written ({detail}); nothing of "
         "this call was recorded, and the run stays stopped until the supervisor restarts with a "

@@ -26,6 +26,7 @@ from typing import Annotated, Any
 import typer
 
 from markertools.plans import HostSettings, validate_host_settings
+from markertools_adapters._outage import DEFAULT_OUTAGE_SECONDS
 from markertools_adapters.cli._app import dots_app, fail
 from markertools_adapters.cli._dots_terminal import (
     TERMINAL_OWNER,
@@ -70,6 +71,14 @@ IdleMs = Annotated[
         "--idle-ms", help="an idle role's app-server ends after this many ms (0 to 3600000)"
     ),
 ]
+StoreOutageSeconds = Annotated[
+    float,
+    typer.Option(
+        "--store-outage-seconds",
+        help="how long a state directory that refuses writes (full, read-only, an I/O "
+        "error) is retried before its runs stop (FLT-3), 0 to 86400",
+    ),
+]
 OPTIONS = {
     "maxConcurrent": "--max-concurrent",
     "pollMs": "--poll-ms",
@@ -96,6 +105,13 @@ def host_settings(
     return check.settings
 
 
+def outage_budget(seconds: float) -> float:
+    """`--store-outage-seconds`, or a usage error naming it."""
+    if not 0 <= seconds <= 86_400:
+        fail(f"--store-outage-seconds: must be between 0 and 86400, got {seconds:g}")
+    return seconds
+
+
 def make_supervisor(
     state_dir: Path | None,
     codex_bin: str | None,
@@ -103,12 +119,14 @@ def make_supervisor(
     poll_ms: int,
     max_runs: int = 8,
     idle_ms: int = 60_000,
+    store_outage_seconds: float = DEFAULT_OUTAGE_SECONDS,
     **kw: Any,
 ) -> Supervisor:
     return Supervisor(
         state_dir or default_state_dir(),
         settings=host_settings(max_concurrent, poll_ms, max_runs, idle_ms),
         codex_bin=codex_bin,
+        store_outage_seconds=outage_budget(store_outage_seconds),
         **kw,
     )
 
@@ -166,6 +184,7 @@ def run_cmd(
     poll_ms: PollMs = 30_000,
     max_runs: MaxRuns = 8,
     idle_ms: IdleMs = 60_000,
+    store_outage_seconds: StoreOutageSeconds = DEFAULT_OUTAGE_SECONDS,
     as_json: Annotated[bool, typer.Option("--json", help="print the final status as JSON")] = False,
 ) -> None:
     """Run a plan in the foreground: two confirmations, then a live view and, after
@@ -195,17 +214,25 @@ def run_cmd(
         poll_ms,
         max_runs,
         idle_ms,
+        store_outage_seconds,
         confirmer=TerminalConfirmer(keyboard),
         notifier=notifier,
         text_columns=terminal_columns,
     )
-    options = resume_options(codex_bin, max_concurrent, poll_ms, max_runs, idle_ms)
+    options = resume_options(
+        codex_bin, max_concurrent, poll_ms, max_runs, idle_ms, store_outage_seconds
+    )
     code = asyncio.run(_run_foreground(sup, notifier, keyboard, raw, resume, as_json, options))
     raise typer.Exit(code)
 
 
 def resume_options(
-    codex_bin: str | None, max_concurrent: int, poll_ms: int, max_runs: int, idle_ms: int
+    codex_bin: str | None,
+    max_concurrent: int,
+    poll_ms: int,
+    max_runs: int,
+    idle_ms: int,
+    store_outage_seconds: float = DEFAULT_OUTAGE_SECONDS,
 ) -> list[str]:
     """The options a `--resume` of this run needs again (issue 36): `--codex-bin` when
     given (as an absolute path when it is a path), and each host setting that differs
@@ -221,6 +248,8 @@ def resume_options(
     ):
         if value != default:
             out += [option, str(value)]
+    if store_outage_seconds != DEFAULT_OUTAGE_SECONDS:
+        out += ["--store-outage-seconds", f"{store_outage_seconds:g}"]
     return out
 
 

@@ -8,6 +8,8 @@
 # Must never: print to stdout (it would corrupt the protocol), start with a state
 # directory whose host lock another supervisor holds (one line on stderr, exit 2), or
 # answer Ctrl-C with a traceback or a hang (it closes the supervisor and exits 130).
+# A state directory that refuses writes longer than `--store-outage-seconds` (FLT-3)
+# closes the supervisor cleanly and exits 75 (EX_TEMPFAIL).
 from __future__ import annotations
 
 import asyncio
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Final, NoReturn
 
 import typer
 
+from markertools_adapters._outage import DEFAULT_OUTAGE_SECONDS, EX_TEMPFAIL
 from markertools_adapters.cli._app import dots_app, fail
 from markertools_adapters.cli.cmd_dots import (
     CodexBin,
@@ -29,8 +32,10 @@ from markertools_adapters.cli.cmd_dots import (
     MaxRuns,
     PollMs,
     StateDir,
+    StoreOutageSeconds,
     host_settings,
     make_supervisor,
+    outage_budget,
 )
 from markertools_adapters.dots import WORKER_ENV, DotsError
 
@@ -48,6 +53,7 @@ def serve_cmd(
     poll_ms: PollMs = 30_000,
     max_runs: MaxRuns = 8,
     idle_ms: IdleMs = 60_000,
+    store_outage_seconds: StoreOutageSeconds = DEFAULT_OUTAGE_SECONDS,
     conversation: Annotated[
         str | None,
         typer.Option(
@@ -68,6 +74,7 @@ def serve_cmd(
     from markertools_adapters.dots.mcp import DotsMcp
 
     host_settings(max_concurrent, poll_ms, max_runs, idle_ms)  # a usage error first
+    outage_budget(store_outage_seconds)
     if conversation is not None and not conversation.strip():
         fail("--conversation: must be a non-empty string")
     if notify_command is not None and not notify_command.strip():
@@ -86,6 +93,7 @@ def serve_cmd(
             poll_ms,
             max_runs,
             idle_ms,
+            store_outage_seconds,
             confirmer=confirmer,
             notifier=notifier,
         ),
@@ -135,9 +143,27 @@ async def _serve(dots: DotsMcp) -> None:
         async with asyncio.TaskGroup() as group:
             serving = group.create_task(serve(), name="dots serve: MCP server")
             waiting = group.create_task(interrupted.wait(), name="dots serve: Ctrl-C")
-            await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            gave_up = dots.sup.store_gave_up  # FLT-3: an outage outlasted its budget
+            outage = group.create_task(gave_up.wait(), name="dots serve: store outage")
+            await asyncio.wait(
+                {serving, waiting, outage}, return_when=asyncio.FIRST_COMPLETED
+            )
+            if gave_up.is_set() and not interrupted.is_set():
+                serving.cancel()
+                waiting.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(dots.idle.wait(), CLOSE_SECONDS)
+                sys.stderr.write(
+                    f"markertools: {dots.sup.outage.what} refused writes for longer than "
+                    f"--store-outage-seconds ({dots.sup.outage.budget:g} s); the runs "
+                    "waiting on it were stopped and the supervisor closed (exit 75: start "
+                    "it again once the directory takes writes)\n"
+                )
+                sys.stderr.flush()
+                os._exit(EX_TEMPFAIL)  # never waits for the abandoned stdin thread
             if not interrupted.is_set():
                 waiting.cancel()  # the server ended: its error, if any, leaves the group
+                outage.cancel()
             else:
                 serving.cancel()
                 with contextlib.suppress(TimeoutError):

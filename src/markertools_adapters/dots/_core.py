@@ -58,6 +58,7 @@ from markertools.plans import (
     DecisionTimeout as DecisionTimeoutEvent,
 )
 from markertools_adapters._background import Background
+from markertools_adapters._outage import DEFAULT_OUTAGE_SECONDS
 from markertools_adapters.dots._inspect import CodexAccess, summary
 from markertools_adapters.dots._launch import launch_turn
 from markertools_adapters.dots._paths import default_state_dir
@@ -127,6 +128,7 @@ class SupervisorCore(RunBook):
         interrupt_grace: float = 10.0,
         locale: str = "en",
         text_columns: Callable[[], int | None] | None = None,
+        store_outage_seconds: float = DEFAULT_OUTAGE_SECONDS,
     ) -> None:
         self.settings = checked_settings(settings or HostSettings())
         # the width of the terminal that shows the confirmations (None: 72 columns of text)
@@ -148,7 +150,7 @@ class SupervisorCore(RunBook):
             request_timeout=request_timeout,
             locale=locale,
         )
-        RunBook.__init__(self, self.root, clock, locale)
+        RunBook.__init__(self, self.root, clock, locale, store_outage_seconds)
         self.background = Background("dots supervisor", on_fault=self._fault, log=log)
         self._last_admitted: str | None = None
 
@@ -356,7 +358,9 @@ class SupervisorCore(RunBook):
                 {w.name: self.cwd_key(w.cwd) for w in r.state.proposal.workers},
             )
             for r in self.runs.values()
-            if r.journal.failed is None  # Rule 6: its workers are ended, nothing launches
+            # Rule 6: its workers are ended, nothing launches; an outage: nothing is
+            # claimed until the state directory takes writes again (RunBook Rule 4)
+            if r.journal.failed is None and not r.journal.pending
         ]
         for admitted in admit(runs, self.settings.max_concurrent, after=self._last_admitted):
             run = self.runs[admitted.run_id]
@@ -405,9 +409,12 @@ class SupervisorCore(RunBook):
         if self.store is None or run.journal.failed is not None:
             return
         try:
-            self.store.append_raw(run.run_id, "notification", self.clock(), line)
+            run.journal.append_raw("notification", self.clock(), line)
         except StateDirUnwritable as exc:  # DOT-2 cannot hold: the run stops (Rule 6)
             self._stop(run, exc)
+            return
+        if run.journal.pending:  # an outage: the line waits in memory (RunBook Rule 4)
+            self._outage_began(run)
 
     def _turn_ended(self, run: RunSlot, role: str, status: str, reply: str | None) -> None:
         outcome = "timed_out" if role in run.timing_out else status
@@ -429,7 +436,7 @@ class SupervisorCore(RunBook):
     async def _refused_request(self, run: RunSlot, role: str, kind: str, what: str) -> None:
         detail = msg("plan.paused.approval", role=role, request=kind, what=what)
         self.halt(run, "approval", detail, role)
-        self.durable()
+        await self.settled(run)
         worker = run.workers.get(role)
         if worker is not None:
             await worker.interrupt()
@@ -448,7 +455,7 @@ class SupervisorCore(RunBook):
         current = run.state.role(role)
         ms = (current.timeout_ms if current else None) or run.state.proposal.timeout_ms
         self.halt(run, "timeout", msg("plan.paused.timeout", role=role, ms=ms), role)
-        self.durable()
+        await self.settled(run)
         worker = run.workers.get(role)
         if worker is not None and worker.turn_live:
             await worker.interrupt()
@@ -493,9 +500,14 @@ class SupervisorCore(RunBook):
         self.submit(run, QuotaObserved(new_id(), limits.windows() if limits else ()))
 
     async def _deliver(self, run: RunSlot, notice: Notice) -> None:
-        # the event that queued the notice is durable before it goes out; a run whose
-        # journal failed sends nothing (Rule 6: raises, and the tick skips it after)
-        self.durable(run)
+        # the event that queued the notice is durable before it goes out (after an
+        # outage, once it is over); a run whose journal failed sends nothing (Rule 6:
+        # raises, and the tick skips it after)
+        try:
+            await self.settled(run)
+        except DotsError:
+            run.notifying.discard(notice.event_id)
+            raise
         out = self.notice_out(run.state, notice)
         error: str | None = None
         try:

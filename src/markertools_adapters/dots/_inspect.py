@@ -172,7 +172,12 @@ class CodexAccess:
                 on_notification=self._utility_notification,
             )
             await client.start()
-            await client.initialize(CLIENT_INFO)
+            try:
+                await client.initialize(CLIENT_INFO)
+            except BaseException:  # its process and background work end here, not leak
+                with contextlib.suppress(Exception):
+                    await client.close(grace=1.0)
+                raise
             self._utility = client
             return client
 

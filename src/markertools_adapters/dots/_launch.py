@@ -50,6 +50,8 @@ class LaunchHost(Protocol):
 
     def durable(self, run: RunSlot | None = None) -> None: ...
 
+    async def settled(self, run: RunSlot) -> None: ...
+
     def directory_taken(self, run: RunSlot, role: str) -> str | None: ...
 
 
@@ -92,7 +94,7 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         payload = launch_payload(run.state, role)
         if payload is None:  # the launch paused the run (turn limit)
             return
-        core.durable(run)  # Rule 1 (raises when the run's journal failed: nothing is sent)
+        await core.settled(run)  # Rule 1 (waits out an outage; raises when the journal failed)
         taken = core.directory_taken(run, role)
         if taken is not None:  # DOT-6: the directory changed hands since admission
             detail = msg("plan.paused.directory_taken", role=role, cwd=payload.cwd, other=taken)

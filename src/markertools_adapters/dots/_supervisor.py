@@ -248,8 +248,8 @@ class Supervisor(SupervisorCore):
             for role in plan.workers:
                 if role.existing_thread_id is not None:
                     ids = all_ids.get(role.name) or tuple(t.id for t in heads.get(role.name, ()))
-                    self.submit(run, ThreadSeen(new_id(), role.name, ids))
-            self.submit(run, StartRun(new_id()))
+                    self.submit(run, ThreadSeen(new_id(), role.name, ids), call=True)
+            self.submit(run, StartRun(new_id()), call=True)
             return self._view(run)
         except DotsError as exc:
             raise self.abandon_run(run, exc) from None  # Rule 2: no run is left behind
@@ -323,7 +323,7 @@ class Supervisor(SupervisorCore):
         self._text(decision_id, "decisionId")
         self._text(worker, "worker")
         self._refuse(
-            self.submit(run, Dispatch(new_id(), worker, decision_id, instruction)), "decisionId"
+            self.submit(run, Dispatch(new_id(), worker, decision_id, instruction), call=True), "decisionId"
         )
         return self._view(run)
 
@@ -342,13 +342,13 @@ class Supervisor(SupervisorCore):
         self._text(conclusion, "conclusion")
         if worker is None:
             for role in [r for r in run.state.roles if r.status == "awaiting-decision"]:
-                step = self.submit(run, Finish(new_id(), role.name, conclusion, role.decision_id))
+                step = self.submit(run, Finish(new_id(), role.name, conclusion, role.decision_id), call=True)
                 self._refuse(step, "worker")
             if run.state.status not in FINISHED:
-                self._refuse(self.submit(run, Cancel(new_id())), "runId")
+                self._refuse(self.submit(run, Cancel(new_id()), call=True), "runId")
                 self.spawn(run, "ending workers", self.end_workers(run))
             return self._view(run)
-        self._refuse(self.submit(run, Finish(new_id(), worker, conclusion, decision_id)), "worker")
+        self._refuse(self.submit(run, Finish(new_id(), worker, conclusion, decision_id), call=True), "worker")
         return self._view(run)
 
     async def control(
@@ -360,13 +360,13 @@ class Supervisor(SupervisorCore):
             raise self._err("dots.err.budget_required", "budget")
         run = self.writable(self.run_of(owner, run_id))
         if action == "pause":
-            self._refuse(self.submit(run, Pause(new_id())), "action")
+            self._refuse(self.submit(run, Pause(new_id()), call=True), "action")
         elif action == "resume":
             ids = tuple((name, new_id()) for name in decision_ids_needed(run.state))
-            self._refuse(self.submit(run, Resume(new_id(), ids)), "action")
+            self._refuse(self.submit(run, Resume(new_id(), ids), call=True), "action")
             run.faulted.clear()  # the person saw the alert: its paths may run again
         elif action == "cancel":
-            self._refuse(self.submit(run, Cancel(new_id())), "action")
+            self._refuse(self.submit(run, Cancel(new_id()), call=True), "action")
             self.durable(run)
             try:
                 await self.end_workers(run)
@@ -382,7 +382,7 @@ class Supervisor(SupervisorCore):
                         msg("dots.err.not_confirmed_budget", answer=answer).render(self.locale),
                         "budget",
                     )
-            self._refuse(self.submit(run, Budget(new_id(), budget)), "budget")
+            self._refuse(self.submit(run, Budget(new_id(), budget), call=True), "budget")
         else:
             raise self._err(
                 "dots.err.action", "action", actions=", ".join(ACTIONS), value=repr(action)
@@ -425,7 +425,7 @@ class Supervisor(SupervisorCore):
                     msg("dots.err.not_confirmed_tune", answer=answer).render(self.locale),
                     "changes",
                 )
-        self._refuse(self.submit(run, event), "changes")
+        self._refuse(self.submit(run, event, call=True), "changes")
         self.log_raw(
             run, "tuning", {"worker": worker, "changes": dict(changes), "confirmed": bool(widen)}
         )

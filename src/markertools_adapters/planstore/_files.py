@@ -59,7 +59,7 @@ LOCK_NAME: Final[str] = "host.lock"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
 Probe = Callable[[str], None]
-_RAW_KINDS: Final[frozenset[str]] = frozenset({"notification", "tuning"})
+_RAW_KINDS: Final[frozenset[str]] = frozenset({"notification", "tuning", "outage"})
 MAX_RECORD_BYTES: Final[int] = 64 * 1024 * 1024  # a run record (Rule 7)
 MAX_LINE_BYTES: Final[int] = 16 * 1024 * 1024  # one line of a run's log (Rule 7)
 MAX_NOTE_BYTES: Final[int] = 1024 * 1024  # a small file of the store (a quarantine note)
@@ -104,10 +104,15 @@ class StateDirUnwritable(PlanStoreError):
     is True when a failed fsync took every line written since the last good one with
     it (not only the failed write)."""
 
-    def __init__(self, message: str, *, undone: bool = True, lost: bool = False) -> None:
+    def __init__(
+        self, message: str, *, undone: bool = True, lost: bool = False, transient: bool = False
+    ) -> None:
         super().__init__(message)
         self.undone = undone
         self.lost = lost
+        # the directory may take the write again later (full, read-only, an I/O error)
+        # and nothing of the failed write remains: worth retrying (FLT-3)
+        self.transient = transient and undone
 
 
 class HostLockHeld(PlanStoreError):
@@ -124,6 +129,17 @@ class HostLockHeld(PlanStoreError):
             text = f"{path} is held by a live host ({who}); refusing to start a second one"
         super().__init__(text)
         self.pid = pid
+
+
+TRANSIENT_ERRNOS: Final[frozenset[int]] = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EPERM, errno.EACCES,
+     errno.EAGAIN, errno.EINTR}
+)  # a state directory that is full, read-only or failing now may not be so later
+
+
+def transient(exc: OSError) -> bool:
+    """Whether a failed write may succeed when tried again later (FLT-3)."""
+    return exc.errno in TRANSIENT_ERRNOS
 
 
 def why(exc: OSError) -> str:
@@ -352,7 +368,9 @@ class PlanStore:
             except CorruptStore as exc:
                 raise StateDirUnwritable(f"{exc}; the run's log cannot be appended") from None
             except OSError as exc:
-                raise StateDirUnwritable(f"{path}: cannot be opened ({why(exc)})") from None
+                raise StateDirUnwritable(
+                    f"{path}: cannot be opened ({why(exc)})", transient=transient(exc)
+                ) from None
             log = self._logs[run_id] = _Log(path, fd, size, size)
         return log
 
@@ -519,10 +537,21 @@ class PlanStore:
             _write_all(log.fd, data)
         except OSError as exc:
             failure = f"{log.path}: cannot append ({why(exc)})"
-            self._cut_back(log, log.end, failure, "what was written of the line")
+            self._cut_back(
+                log, log.end, failure, "what was written of the line", transient(exc)
+            )
         log.end += len(data)
 
-    def _cut_back(self, log: _Log, size: int, failure: str, what: str) -> NoReturn:
+    def append_line(self, run_id: str, data: bytes) -> None:
+        """Append one line made by `event_line` or `raw_line` (not fsynced; `sync_log`
+        makes it durable). A failure raises StateDirUnwritable (`transient` when the
+        directory may take it later) and leaves the log as it was (Rule 6)."""
+        self._append(run_id, data)
+        self._probe("log-appended")
+
+    def _cut_back(
+        self, log: _Log, size: int, failure: str, what: str, retry: bool = False
+    ) -> NoReturn:
         """Cut the log back to `size` bytes after `failure` and raise it; when the cut
         fails too, the log is broken (it refuses every later append, Rule 6)."""
         try:
@@ -536,20 +565,13 @@ class PlanStore:
             )
             raise StateDirUnwritable(log.broken, undone=False) from None
         log.end = size
-        raise StateDirUnwritable(failure, undone=True)
+        raise StateDirUnwritable(failure, undone=True, transient=retry)
 
     def append_event(self, run_id: str, entry: LoggedEvent, *, sync: bool = True) -> None:
         """Append one event line; fsynced unless `sync` is False (then `sync_log`
         makes it durable later, before anything acts on it). A failure raises
         StateDirUnwritable and leaves the log as it was (Rule 6)."""
-        line = {
-            "seq": entry.seq,
-            "at": entry.at,
-            "outcome": entry.outcome,
-            "event": event_to_json(entry.event),
-        }
-        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        self._append(run_id, data)
+        self._append(run_id, event_line(entry))
         if sync:
             self._fsync(self._log(run_id))
         self._probe("log-appended")
@@ -569,10 +591,13 @@ class PlanStore:
         except OSError as exc:
             what = "the lines written since the last good fsync"
             try:
-                self._cut_back(log, log.synced, f"{log.path}: fsync failed ({why(exc)})", what)
+                failure = f"{log.path}: fsync failed ({why(exc)})"
+                self._cut_back(log, log.synced, failure, what, transient(exc))
             except StateDirUnwritable as cut:
                 text = str(cut) if not cut.undone else f"{cut}; {what} were removed"
-                raise StateDirUnwritable(text, undone=cut.undone, lost=True) from None
+                raise StateDirUnwritable(
+                    text, undone=cut.undone, lost=True, transient=cut.transient
+                ) from None
         log.synced = log.end
 
     def load_current(self, run_id: str) -> RunState:
@@ -594,13 +619,7 @@ class PlanStore:
         it. `read_events` skips these records. A notification whose line would be longer
         than MAX_LINE_BYTES is kept as its head, with `cut`: the characters left out
         (Rule 7)."""
-        line: dict[str, Any] = {kind: body, "at": at}
-        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        while len(data) > MAX_LINE_BYTES and isinstance(body, str):
-            keep = len(line[kind]) * (MAX_LINE_BYTES - 4096) // len(data)
-            line = {kind: body[:keep], "cut": len(body) - keep, "at": at}
-            data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        self._append(run_id, data)
+        self._append(run_id, raw_line(kind, at, body))
 
     def read_raw(self, run_id: str, kind: str) -> list[Any]:
         """The bodies of the `kind` records of a run's log, in order (read as a stream,
@@ -676,6 +695,28 @@ class PlanStore:
             raise StateDirUnwritable(
                 f"{path}: its torn last line cannot be cut off ({why(exc)})", undone=False
             ) from None
+
+
+def event_line(entry: LoggedEvent) -> bytes:
+    """One event's line of a run's log."""
+    line = {
+        "seq": entry.seq,
+        "at": entry.at,
+        "outcome": entry.outcome,
+        "event": event_to_json(entry.event),
+    }
+    return (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def raw_line(kind: str, at: float, body: Any) -> bytes:
+    """A record that is not an event (`append_raw`), within MAX_LINE_BYTES (Rule 7)."""
+    line: dict[str, Any] = {kind: body, "at": at}
+    data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    while len(data) > MAX_LINE_BYTES and isinstance(body, str):
+        keep = len(line[kind]) * (MAX_LINE_BYTES - 4096) // len(data)
+        line = {kind: body[:keep], "cut": len(body) - keep, "at": at}
+        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    return data
 
 
 def _detail(exc: BaseException) -> str:
