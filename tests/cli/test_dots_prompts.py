@@ -55,6 +55,11 @@ def test_only_the_exact_answers_act_and_anything_else_is_asked_again(tmp_path: P
     term.wait_for('"cancel it" is not one of the answers; answer r or resume, c or cancel, q or quit')
     term.answer(PAUSED, "Resume")
     term.wait_for("worker reader awaits a decision")
+    # issue 37 item 6 at the decision prompt: the reply (the fake echoes the
+    # instruction) carries a tag character and a zero-width space, shown escaped
+    term.answer(DECISION, "n")
+    term.answer("instruction: ", "list them\U000e0041\u200b")
+    term.wait_for("reply of reader: (fake model) Done: list them\\U000e0041\\u200b")
     term.answer(DECISION, "F")
     term.answer("conclusion: ", "parse.py line 3")
     term.wait_for("worker fixer awaits a decision")
@@ -64,6 +69,7 @@ def test_only_the_exact_answers_act_and_anything_else_is_asked_again(tmp_path: P
     screen = term.screen()
     assert code == 0, screen[-3000:]
     assert "Traceback" not in screen and "refused" not in screen
+    assert "\U000e0041" not in screen.split("instruction: ", 1)[1].split("\n", 1)[1]
     (run,) = runs(state)
     assert run["state"] == "completed"
     assert [w["state"] for w in run["workers"]] == ["completed", "completed"]

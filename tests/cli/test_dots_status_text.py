@@ -175,3 +175,23 @@ def test_the_json_view_only_grows(tmp_path: Path) -> None:
     assert view["quota"]["unknownSince"] == AT
     assert view["quota"]["watch"] == {"bucket": None, "windowMinutes": 10080}
     assert view["quota"]["windows"] == [{"leftPercent": 88.0, "bucket": "codex", "windowMinutes": 300}]
+
+
+@pytest.mark.rule("DOT-14", "DOT-13")
+def test_hidden_characters_in_names_replies_and_alerts_are_shown_escaped(tmp_path: Path) -> None:
+    """Issue 37 item 6: a role named with a zero-width space and a reply carrying tag
+    characters read like plain text in `dots status`."""
+    root = tmp_path / "state"
+    raw = plan(role("read\u200ber", tmp_path), quota={"stopAtLeftPercent": None})
+    tags = "".join(chr(0xE0000 + ord(c)) for c in "rm")
+    events: list[Event] = [
+        StartRun("e1"),
+        Launch("e2", "read\u200ber"),
+        TurnStarted("e3", "read\u200ber", "thread-1", "turn-1"),
+        TurnEnded("e4", "read\u200ber", "d1", f"done{tags}\ufeff", "completed"),
+    ]
+    journal(root, raw, events)
+    out = status(root)
+    assert "  read\\u200ber completed" not in out  # (it awaits a decision)
+    assert "  read\\u200ber" in out and "done\\U000e0072\\U000e006d\\ufeff" in out
+    assert not any(0xE0000 <= ord(c) <= 0xE007F or c in "\u200b\ufeff" for c in out)

@@ -56,3 +56,29 @@ def test_the_issues_cases_read_as_escapes() -> None:
     assert visible("\u3164") == "\\u3164"  # a Hangul filler: a letter that draws nothing
     assert visible("naïve 中文 émoji ✓") == "naïve 中文 émoji ✓"  # visible text as it is
     assert not needs_escape("a") and needs_escape("\u200b") and needs_escape("\U000e0001")
+
+
+@pytest.mark.rule("DOT-14")
+def test_the_mcp_confirmation_text_escapes_what_a_person_cannot_see() -> None:
+    """The elicitation shows `request.text` (dots/_mcp_confirm.py), made here."""
+    from markertools.plans import HostSettings, validate_proposal
+    from markertools_adapters.dots._confirm_text import start_requests
+
+    tags = "".join(chr(0xE0000 + ord(c)) for c in "rm -rf")
+    raw = {
+        "goal": "g", "plan": "p",
+        "workers": [{"name": "read\u200ber", "backend": "codex", "cwd": "/tmp", "role": "r\ufeff",
+                     "instruction": f"Summarize the README.{tags}", "sandbox": "read-only"}],
+        "quota": {"stopAtLeftPercent": None}, "maxTurns": 2, "timeoutMs": 1000, "allowedModels": [],
+        "supervision": {"decisionTimeoutMs": 1000, "maxDecisionRetries": 0, "maxTotalReminders": 0},
+    }
+    proposal = validate_proposal(raw).proposal
+    assert proposal is not None
+    plan_q, launch_q = start_requests(proposal, {}, HostSettings(), "en")
+    assert "  - read\\u200ber (codex):" in plan_q.text
+    assert "      | r\\ufeff" in plan_q.text
+    assert "      | Summarize the\n      | README.\\U000e0072\\U000e006d" in plan_q.text
+    assert "  - read\\u200ber: cwd /tmp" in launch_q.text
+    for text in (plan_q.text, launch_q.text):
+        assert all(unicodedata.category(c) not in HIDDEN or c == "\n" for c in text)
+    assert plan_q.details["roles"][0]["instruction"] == f"Summarize the README.{tags}"  # whole
