@@ -149,8 +149,9 @@ def why(exc: OSError) -> str:
 
 def make_state_dir(root: str | os.PathLike[str]) -> Path:
     """`root` (with `~` expanded), created when missing: the directory itself mode 0700,
-    missing parents with the default mode. Every command that works in a state
-    directory goes through here (the supervisor, the host lock, `dots probe`).
+    missing parents with the default mode. Every command that creates a state
+    directory goes through here (the supervisor and its host lock: `dots run`, `dots
+    serve`; the inspection commands create none).
 
     Raises PlanStoreError (`root` is not a directory) or StateDirUnwritable (it cannot
     be created), one line each."""
