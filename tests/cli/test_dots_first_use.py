@@ -1,8 +1,10 @@
 """Every `dots` command that takes `--state-dir`, on a machine where the state directory
 does not exist yet (issue 24 item 2: `dots probe` and `dots threads` crashed there with
-"internal error: FileNotFoundError"). The commands that need it create it as `dots run`
-does (mode 0700, one shared helper); `dots status`, read-only, creates nothing and
-reports no runs. Both with a fresh HOME (the default per-user path) and with an explicit
+"internal error: FileNotFoundError"). `dots run` (and `dots serve`) create it (mode
+0700, one shared helper); the inspection commands - `dots status`, `dots probe`,
+`dots threads` - create nothing (issue 36 item 9: probe and threads used to create it,
+status did not); status reports no runs, threads says it found none and where it
+looked. Both with a fresh HOME (the default per-user path) and with an explicit
 `--state-dir` that does not exist."""
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def mode(path: Path) -> int:
 
 @pytest.mark.rule("DOT-1", "DOT-13")
 @pytest.mark.parametrize("where", ["default", "explicit"])
-def test_probe_and_threads_create_the_state_directory_on_first_use(
+def test_probe_and_threads_answer_on_first_use_and_create_nothing(
     offline_codex: OfflineCodex, tmp_path: Path, where: str
 ) -> None:
     home = tmp_path / "home"
@@ -55,12 +57,13 @@ def test_probe_and_threads_create_the_state_directory_on_first_use(
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.startswith("model: fake-model (effort ")
     assert probe.stderr == ""
-    assert root.is_dir() and mode(root) == 0o700
-    root.rmdir()
     threads = cli(env, "dots", "threads", "--json", *opts)
     assert threads.returncode == 0, threads.stderr
     assert json.loads(threads.stdout)["threads"] == []
-    assert root.is_dir() and mode(root) == 0o700
+    text = cli(env, "dots", "threads", "--cwd", "/srv/x", *opts)
+    assert (text.returncode, text.stderr) == (0, "")
+    assert text.stdout == f"no threads in the Codex home {env['CODEX_HOME']}, --cwd '/srv/x'\n"
+    assert not root.exists() and not root.parent.exists()
 
 
 @pytest.mark.rule("DOT-1")

@@ -22,6 +22,7 @@ from support.dots import plan, role
 from markertools.plans import (
     Cancel,
     Event,
+    Finish,
     Launch,
     Pause,
     QuotaObserved,
@@ -88,7 +89,7 @@ def test_a_paused_run_shows_why_its_alerts_notices_and_an_unknown_quota(tmp_path
         "  paused: paused on request",
         f"  quota: unknown since {SHOWN}: the window the plan watches (10080-min window) was not "
         "reported; the last report had 88% left of the 300-min window (bucket codex)",
-        "  notices pending: 1",
+        "  notices pending: 1 (the pause), not delivered yet",
         "  reader       paused             turns 1   reader: the fault is in parse.py",
         "  fixer        queued             turns 0",
         f"  alert {SHOWN}: the quota window to watch (bucket any, 10080 minutes) was not reported; "
@@ -114,10 +115,48 @@ def test_a_cancelled_run_does_not_list_its_roles_as_paused_or_queued(tmp_path: P
     assert status(root).splitlines()[:5] == [
         f"run {run_id}: cancelled (1/12 turns)",
         "  quota: not reported yet",
-        "  notices pending: 1",
+        "  notices pending: 1 (the cancellation), not delivered yet",
         "  reader       not finished (run cancelled) turns 1   reader: the fault is in parse.py",
         "  fixer        not finished (run cancelled) turns 0",
     ]
+
+
+@pytest.mark.rule("DOT-16", "DOT-13")
+def test_after_a_cancel_the_columns_stay_aligned_and_the_pending_notice_says_what_it_is(
+    tmp_path: Path,
+) -> None:
+    """Issue 36 item 7: a completed role beside one the cancel left unfinished used to
+    read "completed          turns 2" above "not finished (run cancelled) turns 0"; and
+    "notices pending: 1" said nothing of what was pending."""
+    root = tmp_path / "state"
+    raw = plan(role("reader", tmp_path), role("fixer", tmp_path), quota={"stopAtLeftPercent": None})
+    events: list[Event] = [
+        *first_turn(),
+        Finish("e5", "reader", "parse.py line 3", "d1"),
+        Launch("e6", "fixer"),
+        TurnStarted("e7", "fixer", "thread-2", "turn-2"),
+        TurnEnded("e8", "fixer", "d2", "fixer: fixed", "completed"),
+        Cancel("e9"),
+    ]
+    run_id = journal(root, raw, events)
+    lines = status(root).splitlines()
+    assert lines[:5] == [
+        f"run {run_id}: cancelled (2/12 turns)",
+        "  quota: not reported yet",
+        "  notices pending: 1 (the cancellation), not delivered yet",
+        "  reader       completed                    turns 1   reader: the fault is in parse.py",
+        "  fixer        not finished (run cancelled) turns 1   fixer: fixed",
+    ]
+    assert lines[3].index("turns") == lines[4].index("turns")
+
+
+@pytest.mark.rule("DOT-16", "DOT-13")
+def test_a_run_with_nothing_pending_shows_no_notice_line(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    run_id = journal(root, two_roles(tmp_path), [StartRun("e1")])
+    lines = status(root).splitlines()
+    assert lines[0] == f"run {run_id}: running (0/12 turns)"
+    assert not any("notices pending" in line for line in lines)
 
 
 @pytest.mark.rule("DOT-13")
@@ -136,3 +175,23 @@ def test_the_json_view_only_grows(tmp_path: Path) -> None:
     assert view["quota"]["unknownSince"] == AT
     assert view["quota"]["watch"] == {"bucket": None, "windowMinutes": 10080}
     assert view["quota"]["windows"] == [{"leftPercent": 88.0, "bucket": "codex", "windowMinutes": 300}]
+
+
+@pytest.mark.rule("DOT-14", "DOT-13")
+def test_hidden_characters_in_names_replies_and_alerts_are_shown_escaped(tmp_path: Path) -> None:
+    """Issue 37 item 6: a role named with a zero-width space and a reply carrying tag
+    characters read like plain text in `dots status`."""
+    root = tmp_path / "state"
+    raw = plan(role("read\u200ber", tmp_path), quota={"stopAtLeftPercent": None})
+    tags = "".join(chr(0xE0000 + ord(c)) for c in "rm")
+    events: list[Event] = [
+        StartRun("e1"),
+        Launch("e2", "read\u200ber"),
+        TurnStarted("e3", "read\u200ber", "thread-1", "turn-1"),
+        TurnEnded("e4", "read\u200ber", "d1", f"done{tags}\ufeff", "completed"),
+    ]
+    journal(root, raw, events)
+    out = status(root)
+    assert "  read\\u200ber completed" not in out  # (it awaits a decision)
+    assert "  read\\u200ber" in out and "done\\U000e0072\\U000e006d\\ufeff" in out
+    assert not any(0xE0000 <= ord(c) <= 0xE007F or c in "\u200b\ufeff" for c in out)

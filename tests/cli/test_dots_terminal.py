@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,16 @@ def status(state: Path) -> list[dict[str, Any]]:
     return json.loads(done.stdout)["runs"]  # type: ignore[no-any-return]
 
 
+def resume_line(home: Path, run_id: str, state: Path) -> str:
+    """The whole command `dots run` prints to take the run back (issue 36): the wrapper
+    with its CODEX_HOME, the program, the state directory and `--codex-bin`."""
+    return shlex.join([
+        sys.executable, "-m", "markertools_adapters.codex.fakemodel", "--home", str(home), "--",
+        sys.executable, "-m", "markertools", "dots", "run", "--resume", run_id,
+        "--state-dir", str(state), "--codex-bin", codex_bin(),
+    ])
+
+
 def interrupted_run(tmp: Path) -> tuple[Path, Path, str]:
     """The README demo up to the first decision prompt, then Ctrl-C: returns the state
     directory, the CODEX_HOME and the paused run's id."""
@@ -52,7 +63,7 @@ def interrupted_run(tmp: Path) -> tuple[Path, Path, str]:
     found = re.search(r"paused run ([0-9a-f]{32}); resume it with: (.*)", screen)
     assert found is not None, screen[-3000:]
     run_id = found.group(1)
-    assert found.group(2) == f"markertools dots run --resume {run_id} --state-dir {state}"
+    assert found.group(2) == resume_line(home, run_id, state)
     assert f"run {run_id}: paused (1/12 turns)" in screen
     assert "  paused: paused on request" in screen
     return state, home, run_id
@@ -63,7 +74,7 @@ def test_ctrl_c_then_the_same_command_offers_the_paused_run_and_continues_it(tmp
     state, home, run_id = interrupted_run(tmp_path)
     term = wrapped(home, *dots_run_args(state, codex_bin(), PLAN))
     term.wait_for(f"this plan already has an unfinished run in {state}:")
-    term.wait_for(f"take it back directly with: markertools dots run --resume {run_id} --state-dir {state}")
+    term.wait_for(f"take it back directly with: {resume_line(home, run_id, state)}")
     term.answer(f"[r]esume run {run_id}, start a [n]ew run, or [q]uit? ", "r")
     term.wait_for(f"resuming run {run_id}")
     term.wait_for("worker reader awaits a decision")
@@ -197,7 +208,7 @@ def test_ctrl_c_while_a_turn_runs_pauses_the_run(offline_codex: OfflineCodex, tm
     assert code == 130, screen[-3000:]
     assert "Traceback" not in screen
     (run,) = status(state)
-    assert f"paused run {run['runId']}; resume it with: markertools dots run --resume" in screen
+    assert f"paused run {run['runId']}; resume it with: {sys.executable} -m markertools dots run --resume" in screen
     assert run["state"] == "paused"
     # taken back: the cut turn is reported (DOT-11), never re-sent, and the person decides
     asked = len(offline_codex.fake.requests)

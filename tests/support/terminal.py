@@ -72,8 +72,8 @@ class Terminal:
         return ANSI.sub("", self._log.getvalue())
 
 
-def markertools(*args: str, env: dict[str, str] | None = None) -> Terminal:
-    return Terminal([*MARKERTOOLS, *args], env)
+def markertools(*args: str, env: dict[str, str] | None = None, columns: int = 250) -> Terminal:
+    return Terminal([*MARKERTOOLS, *args], env, columns=columns)
 
 
 def wrapped(home: Path, *args: str, env: dict[str, str] | None = None) -> Terminal:

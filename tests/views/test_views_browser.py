@@ -91,6 +91,7 @@ def database(tmp_path: Path, world: World) -> Path:
 
 def view(tmp_path: Path, db: Path, *extra: str) -> Path:
     out = tmp_path / "pages" / "fleet.html"
+    out.parent.mkdir(exist_ok=True)  # the command never creates it (issue 36 item 9)
     done = cli("view", "--db", str(db), "--out", str(out), *extra)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.startswith(f"wrote {out} (")
@@ -99,6 +100,7 @@ def view(tmp_path: Path, db: Path, *extra: str) -> Path:
 
 def run_page(tmp_path: Path, state: Path, run_id: str) -> Path:
     out = tmp_path / "pages" / "run.html"
+    out.parent.mkdir(exist_ok=True)  # the command never creates it (issue 36 item 9)
     done = cli("dots", "view", run_id, "--state-dir", str(state), "--out", str(out))
     assert done.returncode == 0 and done.stderr == "", done.stderr
     return out

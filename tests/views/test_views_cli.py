@@ -1,6 +1,7 @@
 """`markertools view` and `markertools dots view` as a person runs them (the installed
 console script, a process of its own): one confirmation line, the page written
-atomically (missing directories above it made, an old page replaced whole); every
+atomically (an old page replaced whole; a directory above it that does not exist is
+refused, nothing created - issue 36 item 9); every
 failure one stderr line and exit 2 - an unknown project names the projects there, a
 state directory or run that does not exist creates nothing, a missing `views` extra
 names the install; the database and the state directory are only read."""
@@ -32,7 +33,8 @@ def test_view_writes_one_page_and_only_reads_the_database(tmp_path: Path) -> Non
     db = tmp_path / "fleet.db"
     create_store_from_world(fleet_world(60), db).close()
     before = _digest(db)
-    out = tmp_path / "new" / "dir" / "fleet.html"
+    out = tmp_path / "new" / "fleet.html"
+    out.parent.mkdir()
     done = cli("view", "--db", str(db), "--out", str(out))
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.startswith(f"wrote {out} (") and done.stdout.count("\n") == 1
@@ -133,3 +135,27 @@ def test_a_postgres_database_draws_the_same_page_as_sqlite(dsn: str, schema: str
         assert done.returncode == 0 and done.stderr == "", done.stderr
         pages.append(out.read_text(encoding="utf-8"))
     assert pages[0] == pages[1] and "t00039" in pages[0]
+
+
+@pytest.mark.rule("VEW-1", "VEW-2")
+def test_an_out_path_whose_directory_does_not_exist_is_refused_and_nothing_is_created(
+    tmp_path: Path,
+) -> None:
+    """Issue 36 item 9: `--out /nonexistent/dir/x.html` used to create the directories.
+    Both views now refuse it in one line (exit 2) and create nothing."""
+    db = tmp_path / "fleet.db"
+    create_store_from_world(fleet_world(5), db).close()
+    out = tmp_path / "typo" / "dir" / "x.html"
+    one_line_failure(
+        cli("view", "--db", str(db), "--out", str(out)),
+        f"--out {out}: the directory {out.parent} does not exist; nothing was written "
+        "(create it first: view never creates directories)",
+    )
+    state = tmp_path / "state"
+    run_id = demo_run(state)
+    one_line_failure(
+        cli("dots", "view", run_id, "--state-dir", str(state), "--out", str(out)),
+        f"--out {out}: the directory {out.parent} does not exist; nothing was written "
+        "(create it first: view never creates directories)",
+    )
+    assert not (tmp_path / "typo").exists()

@@ -56,11 +56,14 @@ def quota(state: RunState, ev: QuotaObserved, now: float) -> Result:
     verdict = quota_verdict(state.proposal.quota, ev.windows)
     if isinstance(verdict, QuotaUnobserved):
         if not state.quota_unobserved:
-            note = msg(
-                "plan.quota_unobserved",
-                bucket=or_any(verdict.bucket),
-                window=or_any(verdict.window_minutes),
-            )
+            if verdict.bucket is None and verdict.window_minutes is None:
+                note = msg("plan.quota_unobserved_any")  # any window would have done
+            else:
+                note = msg(
+                    "plan.quota_unobserved",
+                    bucket=or_any(verdict.bucket),
+                    window=or_any(verdict.window_minutes),
+                )
             state = alert(attrs.evolve(state, quota_unobserved=True), now, note)
         return state, Applied()
     state = attrs.evolve(state, quota_unobserved=False)
@@ -176,8 +179,11 @@ def host_restarted(state: RunState, ev: HostRestarted, now: float) -> Result:
 def halt(state: RunState, ev: Halt, now: float) -> Result:
     """DOT-3/4/5/7/12: pause the run with the host's alert. On a run that is not
     running (already paused, or finished) only the alert is recorded."""
-    if ev.role is not None and state.role(ev.role) is None:
+    role = state.role(ev.role) if ev.role is not None else None
+    if ev.role is not None and role is None:
         return state, Refused(msg("plan.no_such_role", name=quote(ev.role)))
+    if ev.kind == "thread-gone" and role is not None:
+        state = put(state, attrs.evolve(role, thread_gone=True, thread_id=None))
     return pause(state, ev.kind, ev.detail, now), Applied(ev.detail)
 
 

@@ -142,6 +142,7 @@ HaltKind = Literal[
     "worker-exit",
     "external-turn",
     "launch-failed",
+    "thread-gone",
     "internal-error",
 ]
 
@@ -150,8 +151,9 @@ HaltKind = Literal[
 class Halt:
     """The host saw something that stops the run (DOT-3/4/5/7/12): a turn past its
     timeout, an approval request, a model not offered, a worker that died, a turn it
-    did not start, a launch that failed, or a fault of the host's own background work
-    (`internal-error`: the host failed, not the run). The run pauses with `detail` as the alert;
+    did not start, a launch that failed, a role's thread that Codex no longer has
+    (`thread-gone`: the role's next turn starts a new thread), or a fault of the host's
+    own background work (`internal-error`: the host failed, not the run). The run pauses with `detail` as the alert;
     live turns end as `stopping` -> `paused` when their end is reported."""
 
     event_id: str

@@ -7,7 +7,9 @@
 #   Rule 1: `launchable` lists queued roles whose dependencies all completed, in
 #           declaration order, never more than the free concurrency slots.
 #   Rule 2: a launch payload exists only for a role whose turn is `starting`; its
-#           inputs are the accepted conclusions of its dependencies (first turn only).
+#           inputs are the accepted conclusions of its dependencies (first turn only,
+#           and again in the new thread of a role whose thread is gone, with a recap of
+#           what the run knows of its earlier turns).
 from __future__ import annotations
 
 import attrs
@@ -31,6 +33,9 @@ class LaunchPayload:
     effort: str | None
     thread_id: str | None
     timeout_ms: int
+    # when the role's thread is gone (`RoleRun.thread_gone`): what the run knows of its
+    # earlier turns, for the new thread - ("first_instruction" | "last_reply", text)
+    recap: tuple[tuple[str, str], ...] = ()
 
 
 def live_turns(state: RunState) -> int:
@@ -65,7 +70,13 @@ def launch_payload(state: RunState, name: str) -> LaunchPayload | None:
     if role is None or spec is None or role.status != "starting":
         return None
     conclusions = {r.name: r.conclusion for r in state.roles}
-    inputs = tuple((d, conclusions[d] or "") for d in spec.depends_on) if role.turns == 1 else ()
+    fresh = role.turns == 1 or role.thread_gone  # a new thread has none of it yet
+    inputs = tuple((d, conclusions[d] or "") for d in spec.depends_on) if fresh else ()
+    recap: tuple[tuple[str, str], ...] = ()
+    if role.thread_gone and role.turns > 1:
+        recap = (("first_instruction", spec.instruction),)
+        if role.last_reply:
+            recap += (("last_reply", role.last_reply),)
     return LaunchPayload(
         role=name,
         turn=role.turns,
@@ -76,8 +87,9 @@ def launch_payload(state: RunState, name: str) -> LaunchPayload | None:
         sandbox=role.sandbox or spec.sandbox,
         model=role.model or spec.model,
         effort=role.effort or spec.effort,
-        thread_id=role.thread_id or spec.existing_thread_id,
+        thread_id=None if role.thread_gone else role.thread_id or spec.existing_thread_id,
         timeout_ms=role.timeout_ms or state.proposal.timeout_ms,
+        recap=recap,
     )
 
 

@@ -37,6 +37,7 @@ PauseReason = Literal[
     "worker-exit",
     "external-turn",
     "launch-failed",
+    "thread-gone",
     "internal-error",
 ]
 MAX_KNOWN_TURNS: Final[int] = 64  # turn ids kept per role for the external-turn check
@@ -78,6 +79,9 @@ class RoleRun:
     effort: str | None = None
     timeout_ms: int | None = None
     sandbox: str | None = None
+    # Codex no longer has the role's thread (its CODEX_HOME was removed or is another):
+    # its next turn starts a new thread, given what the run knows of it (launch_payload)
+    thread_gone: bool = False
 
 
 @attrs.frozen

@@ -93,10 +93,13 @@ def turn_started(state: RunState, ev: TurnStarted, now: float) -> Result:
     if ev.turn_id is not None and ev.turn_id not in known:
         known = (*known, ev.turn_id)[-MAX_KNOWN_TURNS:]
     if role.status == "stopping":  # the pause came while it was starting
-        return put(state, attrs.evolve(role, thread_id=thread, known_turns=known)), Applied()
+        moved = attrs.evolve(role, thread_id=thread, known_turns=known, thread_gone=False)
+        return put(state, moved), Applied()
     if role.status != "starting":
         return state, Dropped(msg("plan.stale_turn", role=quote(role.name), status=role.status))
-    started = attrs.evolve(must(role, "started"), thread_id=thread, known_turns=known)
+    started = attrs.evolve(
+        must(role, "started"), thread_id=thread, known_turns=known, thread_gone=False
+    )
     return put(state, started), Applied()
 
 

@@ -83,8 +83,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
     },
     # refusals of supervisor calls (DOT-13): one sentence naming the argument
     "dots.err.no_codex": {
-        "en": "no codex executable: install @openai/codex or set codexBin (--codex-bin)",
-        "zh": "找不到 codex 可执行文件：请安装 @openai/codex 或设置 codexBin（--codex-bin）",
+        "en": "no codex executable: none was given with --codex-bin and there is no codex on PATH; install @openai/codex, or give --codex-bin PATH",
+        "zh": "找不到 codex 可执行文件：未通过 --codex-bin 指定，PATH 中也没有 codex；请安装 @openai/codex，或使用 --codex-bin PATH",
     },
     "dots.err.codex_failed": {
         "en": "codex at {binary} could not run: {detail}",
@@ -157,6 +157,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "budget is required with action budget (the new maxTurns)",
         "zh": "action 为 budget 时必须给出 budget（新的 maxTurns）",
     },
+    "dots.err.too_long": {
+        "en": "{field} must be at most {max} characters (Codex's limit on a turn's input), got {n}",
+        "zh": "{field} 最多 {max} 个字符（Codex 对一轮输入的限制），实际为 {n}",
+    },
     "dots.err.blank": {
         "en": "{field} must be a non-empty string",
         "zh": "{field} 必须是非空字符串",
@@ -172,6 +176,14 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "{env}），工作者不能启动或修改任何运行",
     },
     # the state directory (issue 26): a journal that cannot be written, runs set aside
+    "dots.err.store_outage": {
+        "en": "run {run} cannot change now: the state directory has refused writes for {seconds} s ({detail}); nothing of this call was recorded or done. Try again once it takes writes: the supervisor keeps retrying for up to {budget} s (--store-outage-seconds)",
+        "zh": "运行 {run} 现在无法更改：状态目录已拒绝写入 {seconds} 秒（{detail}）；本次调用未记录也未执行。请在目录恢复可写后重试：监督进程会持续重试最多 {budget} 秒（--store-outage-seconds）",
+    },
+    "dots.err.store_outage_pending": {
+        "en": "run {run}: the state directory refused the write of this call ({detail}); it is kept and recorded as soon as the directory takes writes again, and nothing acts on it before (the supervisor retries for up to {budget} s, --store-outage-seconds; past that the run stops and this call is not recorded)",
+        "zh": "运行 {run}：状态目录拒绝了本次调用的写入（{detail}）；它会被保留，并在目录恢复可写后立即记录，此前不会据此执行任何操作（监督进程最多重试 {budget} 秒，--store-outage-seconds；超过后运行停止，本次调用不会被记录）",
+    },
     "dots.err.journal_failed": {
         "en": "run {run} cannot change: its journal cannot be written ({detail}); nothing of "
         "this call was recorded, and the run stays stopped until the supervisor restarts with a "

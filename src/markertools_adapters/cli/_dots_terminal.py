@@ -6,14 +6,19 @@
 #
 # Must never: approve anything on the person's behalf (a confirmation is "accept" only
 # when they type yes), act on a notice of another run than the one at the prompt, or
-# wait for a line after Ctrl-C.
+# wait for a line after Ctrl-C. An answer counts only when it is one of the prompt's
+# words exactly (`choose`: case and surrounding spaces aside); anything else is asked
+# again, so no choice - a cancel least of all - comes from a typo.
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import shlex
+import shutil
 import sys
 import threading
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -85,6 +90,57 @@ def _hand_over(
         loop.call_soon_threadsafe(lines.put_nowait, line)
 
 
+def accepted_answers(choices: dict[str, tuple[str, ...]]) -> str:
+    """The accepted answers of a prompt, for the line that asks again:
+    "n or next, f or finish, p or pause, c or cancel" (an empty word: Enter)."""
+    return ", ".join(
+        " or ".join(w if w else "Enter" for w in words) for words in choices.values()
+    )
+
+
+def shown_answer(answer: str) -> str:
+    """What the person typed, quoted on one line (at most 40 characters, escaped)."""
+    return '"' + one_line(answer, 40) + '"'
+
+
+async def choose(keyboard: Keyboard, prompt: str, choices: dict[str, tuple[str, ...]]) -> str:
+    """Ask `prompt` until the answer is one of `choices`' words (case-insensitive,
+    surrounding spaces ignored) and return its key. Anything else - a typo, a sentence
+    that merely starts with a letter of a choice - is asked again, naming the accepted
+    answers: no choice, least of all a destructive one, comes from a near miss."""
+    words = {w: key for key, ws in choices.items() for w in ws}
+    while True:
+        answer = (await keyboard.ask(prompt)).strip().lower()
+        if answer in words:
+            return words[answer]
+        sys.stdout.write(
+            f"{shown_answer(answer)} is not one of the answers; "
+            f"answer {accepted_answers(choices)}\n"
+        )
+
+
+DECISION_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "next": ("n", "next"),
+    "finish": ("f", "finish"),
+    "pause": ("p", "pause"),
+    "cancel": ("c", "cancel"),
+}
+PAUSED_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "resume": ("r", "resume"),
+    "cancel": ("c", "cancel"),
+    "quit": ("q", "quit"),
+}
+OFFER_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "resume": ("r", "resume"),
+    "new": ("n", "new"),
+    "quit": ("q", "quit"),
+}
+CONFIRM_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "accept": ("y", "yes"),
+    "decline": ("", "n", "no"),  # [y/N]: Enter is no
+}
+
+
 class TerminalConfirmer:
     """Shows what is to be confirmed and asks yes/no on the terminal (DOT-14)."""
 
@@ -94,8 +150,8 @@ class TerminalConfirmer:
     async def confirm(self, request: ConfirmRequest) -> ConfirmAnswer:
         sys.stdout.write(f"\n== {request.title}\n{request.text}\n")
         sys.stdout.flush()
-        answer = await self.keyboard.ask("Confirm? [y/N] ")
-        return "accept" if answer.strip().lower() in ("y", "yes") else "decline"
+        choice = await choose(self.keyboard, "Confirm? [y/N] ", CONFIRM_CHOICES)
+        return "accept" if choice == "accept" else "decline"
 
 
 class QueueNotifier:
@@ -152,24 +208,23 @@ async def terminal_loop(
         if view.state == "paused":
             reason = view.pause_detail or view.pause_reason or "not recorded"
             console.print(Text(f"\nrun paused: {one_line(reason)}", style="bold"))
-            answer = await keyboard.ask("[r]esume, [c]ancel or [q]uit (the run stays paused)? ")
-            choice = answer.strip().lower()[:1]
-            if choice == "q":
+            choice = await choose(
+                keyboard, "[r]esume, [c]ancel or [q]uit (the run stays paused)? ", PAUSED_CHOICES
+            )
+            if choice == "quit":
                 return own(sup, run_id)
-            if choice in ("r", "c"):
-                action = "resume" if choice == "r" else "cancel"
-                await _call(
-                    partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=action)
-                )
+            await _call(partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=choice))
             continue
         pending = _next_decision(view, answered)
         if pending is not None:
             role, decision = pending
             if shown != decision.id:
                 shown = decision.id
-                header = f"\nworker {role} awaits a decision (decisionId {decision.id})"
+                name = one_line(role, 60)
+                header = f"\nworker {name} awaits a decision (decisionId {one_line(decision.id)})"
                 console.print(Text(header, style="bold"))
-                console.print(Text(f"reply of {role}: {decision.reply_head or '(no reply)'}"))
+                reply = one_line(decision.reply_head) if decision.reply_head else "(no reply)"
+                console.print(Text(f"reply of {name}: {reply}"))
             if await _decide(sup, keyboard, run_id, role, decision.id):
                 answered.add(decision.id)
             continue
@@ -190,21 +245,18 @@ async def _decide(
     sup: Supervisor, keyboard: Keyboard, run_id: str, role: str, decision_id: str
 ) -> bool:
     """One answer to a decision prompt; False when it must be asked again."""
-    answer = await keyboard.ask(
-        "[n]ext instruction, [f]inish with a conclusion, [p]ause, [c]ancel? "
+    choice = await choose(
+        keyboard, "[n]ext instruction, [f]inish with a conclusion, [p]ause, [c]ancel? ",
+        DECISION_CHOICES,
     )
-    choice = answer.strip().lower()[:1]
-    if choice in ("n", "f"):
+    if choice in ("next", "finish"):
         label, method = (
-            ("instruction", sup.dispatch) if choice == "n" else ("conclusion", sup.finish)
+            ("instruction", sup.dispatch) if choice == "next" else ("conclusion", sup.finish)
         )
         text = await keyboard.ask(f"{label}: ")
         args = {label: text, "worker": role, "decision_id": decision_id}
         return await _call(partial(method, owner=TERMINAL_OWNER, run_id=run_id, **args))
-    if choice in ("p", "c"):
-        action = "pause" if choice == "p" else "cancel"
-        return await _call(partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=action))
-    return False
+    return await _call(partial(sup.control, owner=TERMINAL_OWNER, run_id=run_id, action=choice))
 
 
 async def _call(call: Any) -> bool:
@@ -224,8 +276,39 @@ class NotResumable(MarkertoolsError):
     """`--resume RUN` names no unfinished run of the terminal (exit 2, one line)."""
 
 
-def resume_hint(run_id: str, root: Path) -> str:
-    return f"markertools dots run --resume {run_id} --state-dir {root}"
+WRAPPED_BY: Final[str] = "MARKERTOOLS_WRAPPED_BY"  # set by the fake-model wrapper (shell words)
+
+
+def this_program() -> list[str]:
+    """How this `markertools` was started, as words a shell runs again: the console
+    script by name when PATH finds this one, else by its path; `python -m markertools`
+    as such."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0.endswith("__main__.py"):
+        return [sys.executable, "-m", "markertools"]
+    if os.path.basename(argv0) == "markertools":
+        found = shutil.which("markertools")
+        with contextlib.suppress(OSError):
+            if found is not None and os.path.samefile(found, argv0):
+                return ["markertools"]
+        return [os.path.abspath(argv0)]
+    return ["markertools"]
+
+
+def resume_hint(run_id: str, root: Path, options: Sequence[str] = ()) -> str:
+    """The whole command that takes run `run_id` back (issue 36): the wrapper it ran
+    under (`MARKERTOOLS_WRAPPED_BY`, the fake-model wrapper with its kept CODEX_HOME),
+    this program, `--resume`, the state directory and every option the run needs
+    (`options`: `--codex-bin`, host settings that differ from their defaults), all
+    shell-quoted: copied to a shell, it runs the run again as it ran."""
+    wrapper = os.environ.get(WRAPPED_BY, "")
+    try:
+        prefix = shlex.split(wrapper)
+    except ValueError:
+        prefix = []
+    words = [*prefix, *this_program(), "dots", "run", "--resume", run_id]
+    words += ["--state-dir", str(root.absolute()), *options]
+    return shlex.join(words)
 
 
 async def reattach(sup: Supervisor, run_id: str) -> str:
@@ -244,7 +327,9 @@ async def reattach(sup: Supervisor, run_id: str) -> str:
     return run_id
 
 
-async def offer_unfinished(sup: Supervisor, keyboard: Keyboard, raw: Any) -> str | None:
+async def offer_unfinished(
+    sup: Supervisor, keyboard: Keyboard, raw: Any, options: Sequence[str] = ()
+) -> str | None:
     """Before starting PLAN again: an unfinished run of the terminal for the same
     proposal is offered first. Returns the run to take back, "" to quit, None to
     start a new run."""
@@ -267,17 +352,12 @@ async def offer_unfinished(sup: Supervisor, keyboard: Keyboard, raw: Any) -> str
     sys.stdout.write(
         f"this plan already has an unfinished run in {sup.root}:\n"
         + "\n".join(status_lines(own(sup, run_id)))
-        + f"\n(next time, take it back directly with: {resume_hint(run_id, sup.root)})\n"
+        + f"\n(next time, take it back directly with: {resume_hint(run_id, sup.root, options)})\n"
     )
-    while True:
-        try:
-            answer = await keyboard.ask(f"[r]esume run {run_id}, start a [n]ew run, or [q]uit? ")
-        except EOFError:
-            return ""
-        choice = answer.strip().lower()[:1]
-        if choice == "r":
-            return run_id
-        if choice == "n":
-            return None
-        if choice == "q":
-            return ""
+    try:
+        choice = await choose(
+            keyboard, f"[r]esume run {run_id}, start a [n]ew run, or [q]uit? ", OFFER_CHOICES
+        )
+    except EOFError:
+        return ""
+    return run_id if choice == "resume" else None if choice == "new" else ""

@@ -3,8 +3,11 @@
 # writing the page file atomically (a temporary file beside it, then a rename), so a
 # browser that has the file open never sees half a page.
 #
-# Must never: leave a temporary file behind; print anything (the commands print their
-# one confirmation line); turn a failure into a traceback (UsageFailure: exit 2).
+# Must never: create a directory (issue 36 item 9: a mistyped `--out` path silently
+# grew a tree of directories; the directory above the page must exist, else one line,
+# exit 2, nothing written); leave a temporary file behind; print anything (the commands
+# print their one confirmation line); turn a failure into a traceback (UsageFailure:
+# exit 2).
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from markertools_adapters.cli._app import UsageFailure
-from markertools_adapters.cli._io import make_parent_dirs
 from markertools_adapters.stores import EXTRA_MODULES, MissingExtra
 
 
@@ -30,11 +32,17 @@ def rendered(render: Callable[[], str]) -> str:
 
 
 def write_page(out: Path, html: str) -> int:
-    """Write `html` to `out` (UTF-8), creating missing directories above it; returns the
-    size in bytes. An existing file is replaced whole."""
+    """Write `html` to `out` (UTF-8); returns the size in bytes. An existing file is
+    replaced whole; the directory above it must exist (nothing is created)."""
     if out.is_dir():
         raise UsageFailure(f"--out {out}: is a directory; name the HTML file to write")
-    make_parent_dirs(out, "--out")
+    parent = out.parent
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise UsageFailure(
+            f"--out {out}: the directory {parent} {what}; nothing was written "
+            "(create it first: view never creates directories)"
+        )
     data = html.encode("utf-8")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)

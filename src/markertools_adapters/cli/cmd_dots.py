@@ -1,7 +1,8 @@
 # Owns: the commands `markertools dots run | status | threads | probe` (docs/cli.md,
 # DOT-13): their options, the supervisor in the foreground for `dots run` (the terminal
 # itself is `_dots_terminal`, a run's text `_dots_text`), Ctrl-C, and inspection of a
-# state directory. Also the host options every `dots` command shares (`host_settings`,
+# state directory. Only `run` (and `serve`) create a state directory; the inspection
+# commands (`status`, `probe`, `threads`) create nothing. Also the host options every `dots` command shares (`host_settings`,
 # `make_supervisor`), which `dots serve` uses too.
 #
 # Must never: approve anything on the person's behalf (a confirmation is "accept" only
@@ -12,15 +13,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import os
+import shutil
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from markertools.plans import HostSettings, validate_host_settings
+from markertools_adapters._outage import DEFAULT_OUTAGE_SECONDS
 from markertools_adapters.cli._app import dots_app, fail
 from markertools_adapters.cli._dots_terminal import (
     TERMINAL_OWNER,
@@ -65,6 +71,14 @@ IdleMs = Annotated[
         "--idle-ms", help="an idle role's app-server ends after this many ms (0 to 3600000)"
     ),
 ]
+StoreOutageSeconds = Annotated[
+    float,
+    typer.Option(
+        "--store-outage-seconds",
+        help="how long a state directory that refuses writes (full, read-only, an I/O "
+        "error) is retried before its runs stop (FLT-3), 0 to 86400",
+    ),
+]
 OPTIONS = {
     "maxConcurrent": "--max-concurrent",
     "pollMs": "--poll-ms",
@@ -91,6 +105,13 @@ def host_settings(
     return check.settings
 
 
+def outage_budget(seconds: float) -> float:
+    """`--store-outage-seconds`, or a usage error naming it."""
+    if not 0 <= seconds <= 86_400:
+        fail(f"--store-outage-seconds: must be between 0 and 86400, got {seconds:g}")
+    return seconds
+
+
 def make_supervisor(
     state_dir: Path | None,
     codex_bin: str | None,
@@ -98,17 +119,45 @@ def make_supervisor(
     poll_ms: int,
     max_runs: int = 8,
     idle_ms: int = 60_000,
+    store_outage_seconds: float = DEFAULT_OUTAGE_SECONDS,
     **kw: Any,
 ) -> Supervisor:
     return Supervisor(
         state_dir or default_state_dir(),
         settings=host_settings(max_concurrent, poll_ms, max_runs, idle_ms),
         codex_bin=codex_bin,
+        store_outage_seconds=outage_budget(store_outage_seconds),
         **kw,
     )
 
 
 # ---- dots run ------------------------------------------------------------------------
+
+
+class _OneLine(logging.Formatter):
+    """A log record at the terminal: "markertools: <message>" on one line, never a
+    traceback (the alert of the run says what failed; issue 36)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "markertools: " + one_line(record.getMessage())
+
+
+def one_line_log() -> None:
+    """`dots run`'s log: warnings and errors of markertools on stderr, one line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    logger = logging.getLogger("markertools")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+
+
+def terminal_columns() -> int | None:
+    """The width of the terminal the confirmations are shown on (None: not a terminal,
+    the text keeps its default width)."""
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
 
 
 @dots_app.command("run")
@@ -135,6 +184,7 @@ def run_cmd(
     poll_ms: PollMs = 30_000,
     max_runs: MaxRuns = 8,
     idle_ms: IdleMs = 60_000,
+    store_outage_seconds: StoreOutageSeconds = DEFAULT_OUTAGE_SECONDS,
     as_json: Annotated[bool, typer.Option("--json", help="print the final status as JSON")] = False,
 ) -> None:
     """Run a plan in the foreground: two confirmations, then a live view and, after
@@ -154,6 +204,7 @@ def run_cmd(
             fail(f"{plan}: not JSON: {exc}")
     elif not (resume or "").strip():
         fail("--resume: must be a run id")
+    one_line_log()
     keyboard = Keyboard()
     notifier = QueueNotifier()
     sup = make_supervisor(
@@ -163,11 +214,43 @@ def run_cmd(
         poll_ms,
         max_runs,
         idle_ms,
+        store_outage_seconds,
         confirmer=TerminalConfirmer(keyboard),
         notifier=notifier,
+        text_columns=terminal_columns,
     )
-    code = asyncio.run(_run_foreground(sup, notifier, keyboard, raw, resume, as_json))
+    options = resume_options(
+        codex_bin, max_concurrent, poll_ms, max_runs, idle_ms, store_outage_seconds
+    )
+    code = asyncio.run(_run_foreground(sup, notifier, keyboard, raw, resume, as_json, options))
     raise typer.Exit(code)
+
+
+def resume_options(
+    codex_bin: str | None,
+    max_concurrent: int,
+    poll_ms: int,
+    max_runs: int,
+    idle_ms: int,
+    store_outage_seconds: float = DEFAULT_OUTAGE_SECONDS,
+) -> list[str]:
+    """The options a `--resume` of this run needs again (issue 36): `--codex-bin` when
+    given (as an absolute path when it is a path), and each host setting that differs
+    from its default. Never a JSON field name: the words a person types."""
+    out: list[str] = []
+    if codex_bin:
+        out += ["--codex-bin", os.path.abspath(codex_bin) if os.sep in codex_bin else codex_bin]
+    for option, value, default in (
+        ("--max-concurrent", max_concurrent, 3),
+        ("--poll-ms", poll_ms, 30_000),
+        ("--max-runs", max_runs, 8),
+        ("--idle-ms", idle_ms, 60_000),
+    ):
+        if value != default:
+            out += [option, str(value)]
+    if store_outage_seconds != DEFAULT_OUTAGE_SECONDS:
+        out += ["--store-outage-seconds", f"{store_outage_seconds:g}"]
+    return out
 
 
 async def _run_foreground(
@@ -177,6 +260,7 @@ async def _run_foreground(
     raw: Any,
     resume: str | None,
     as_json: bool,
+    options: Sequence[str] = (),
 ) -> int:
     try:
         await sup.open()
@@ -199,7 +283,7 @@ async def _run_foreground(
             if resume is not None:
                 run_id = await reattach(sup, resume)
             else:
-                offered = await offer_unfinished(sup, keyboard, raw)
+                offered = await offer_unfinished(sup, keyboard, raw, options)
                 if offered == "":
                     return 0
                 if offered is not None:
@@ -218,7 +302,7 @@ async def _run_foreground(
             return 1
         final = await terminal_loop(sup, notifier, keyboard, run_id)
         if final.state == "paused":
-            hint = resume_hint(run_id, sup.root)
+            hint = resume_hint(run_id, sup.root, options)
             sys.stdout.write(f"run {run_id} stays paused; resume it with: {hint}\n")
     except (asyncio.CancelledError, EOFError):
         if run_id is None:
@@ -230,7 +314,7 @@ async def _run_foreground(
         final = own(sup, run_id)
         if not final.finished:
             sys.stdout.write(
-                f"\npaused run {run_id}; resume it with: {resume_hint(run_id, sup.root)}\n"
+                f"\npaused run {run_id}; resume it with: {resume_hint(run_id, sup.root, options)}\n"
             )
     finally:
         loop.remove_signal_handler(signal.SIGINT)
@@ -361,8 +445,21 @@ def threads_cmd(
     if as_json:
         emit_json(result.to_json())
         return
+    if not result.threads:
+        filters = "".join(
+            f", {label} {value!r}" for label, value in (("--cwd", cwd), ("--search", search)) if value
+        )
+        sys.stdout.write(f"no threads in the Codex home {codex_home()}{filters}\n")
     for t in result.threads:
-        sys.stdout.write(f"{t.thread_id}  {t.cwd}  {t.preview or ''}\n")
+        shown = (one_line(t.thread_id), one_line(t.cwd or ""), one_line(t.preview or ""))
+        sys.stdout.write("  ".join(shown) + "\n")
+
+
+def codex_home() -> str:
+    """Where the codex processes of this command keep their threads: `$CODEX_HOME`,
+    else `~/.codex` (Codex's own default)."""
+    home = os.environ.get("CODEX_HOME")
+    return str(Path(home).expanduser()) if home else str(Path("~/.codex").expanduser())
 
 
 def _inspect(state_dir: Path | None, codex_bin: str | None, call: Any) -> Any:

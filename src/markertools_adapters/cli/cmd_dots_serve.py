@@ -8,6 +8,8 @@
 # Must never: print to stdout (it would corrupt the protocol), start with a state
 # directory whose host lock another supervisor holds (one line on stderr, exit 2), or
 # answer Ctrl-C with a traceback or a hang (it closes the supervisor and exits 130).
+# A state directory that refuses writes longer than `--store-outage-seconds` (FLT-3)
+# closes the supervisor cleanly and exits 75 (EX_TEMPFAIL).
 from __future__ import annotations
 
 import asyncio
@@ -17,10 +19,11 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final, NoReturn
 
 import typer
 
+from markertools_adapters._outage import DEFAULT_OUTAGE_SECONDS, EX_TEMPFAIL
 from markertools_adapters.cli._app import dots_app, fail
 from markertools_adapters.cli.cmd_dots import (
     CodexBin,
@@ -29,8 +32,10 @@ from markertools_adapters.cli.cmd_dots import (
     MaxRuns,
     PollMs,
     StateDir,
+    StoreOutageSeconds,
     host_settings,
     make_supervisor,
+    outage_budget,
 )
 from markertools_adapters.dots import WORKER_ENV, DotsError
 
@@ -48,6 +53,7 @@ def serve_cmd(
     poll_ms: PollMs = 30_000,
     max_runs: MaxRuns = 8,
     idle_ms: IdleMs = 60_000,
+    store_outage_seconds: StoreOutageSeconds = DEFAULT_OUTAGE_SECONDS,
     conversation: Annotated[
         str | None,
         typer.Option(
@@ -68,6 +74,7 @@ def serve_cmd(
     from markertools_adapters.dots.mcp import DotsMcp
 
     host_settings(max_concurrent, poll_ms, max_runs, idle_ms)  # a usage error first
+    outage_budget(store_outage_seconds)
     if conversation is not None and not conversation.strip():
         fail("--conversation: must be a non-empty string")
     if notify_command is not None and not notify_command.strip():
@@ -86,6 +93,7 @@ def serve_cmd(
             poll_ms,
             max_runs,
             idle_ms,
+            store_outage_seconds,
             confirmer=confirmer,
             notifier=notifier,
         ),
@@ -97,11 +105,11 @@ def serve_cmd(
         asyncio.run(_serve(dots))
     except DotsError as exc:
         fail(exc.message)
-    except BaseExceptionGroup as group:  # the lifespan failed inside the SDK's task group
+    except BaseExceptionGroup as group:  # the lifespan or the server failed in a task group
         found = _dots_error(group)
-        if found is None:
-            raise
-        fail(found.message)
+        if found is not None:
+            fail(found.message)
+        _stopped(group)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
 
@@ -110,7 +118,12 @@ async def _serve(dots: DotsMcp) -> None:
     """Serve until standard input closes. Ctrl-C: the server stops, its lifespan closes
     the supervisor (children ended, host lock released, every run resumable), then the
     process exits 130 at once - the transport reads stdin in a worker thread that cannot
-    be interrupted (it is abandoned), so waiting for it would hang until the next line."""
+    be interrupted (it is abandoned), so waiting for it would hang until the next line.
+
+    The server and the wait for Ctrl-C are the two tasks of one TaskGroup (issue 35: no
+    unowned future): the first to end decides, the other is cancelled. An unexpected
+    exception of the server leaves the group as an ExceptionGroup, which `serve_cmd`
+    turns into one line on stderr and a clean exit."""
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()
     try:
@@ -118,24 +131,69 @@ async def _serve(dots: DotsMcp) -> None:
     except NotImplementedError:  # pragma: no cover - Windows: KeyboardInterrupt as before
         await dots.run_stdio()
         return
-    serving = asyncio.ensure_future(dots.run_stdio())
-    waiting = asyncio.ensure_future(interrupted.wait())
+    served = asyncio.Event()
+
+    async def serve() -> None:
+        try:
+            await dots.run_stdio()
+        finally:
+            served.set()  # stdin closed (the usual end), or the server failed
+
     try:
-        await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        async with asyncio.TaskGroup() as group:
+            serving = group.create_task(serve(), name="dots serve: MCP server")
+            waiting = group.create_task(interrupted.wait(), name="dots serve: Ctrl-C")
+            gave_up = dots.sup.store_gave_up  # FLT-3: an outage outlasted its budget
+            outage = group.create_task(gave_up.wait(), name="dots serve: store outage")
+            await asyncio.wait(
+                {serving, waiting, outage}, return_when=asyncio.FIRST_COMPLETED
+            )
+            if gave_up.is_set() and not interrupted.is_set():
+                serving.cancel()
+                waiting.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(dots.idle.wait(), CLOSE_SECONDS)
+                sys.stderr.write(
+                    f"markertools: {dots.sup.outage.what} refused writes for longer than "
+                    f"--store-outage-seconds ({dots.sup.outage.budget:g} s); the runs "
+                    "waiting on it were stopped and the supervisor closed (exit 75: start "
+                    "it again once the directory takes writes)\n"
+                )
+                sys.stderr.flush()
+                os._exit(EX_TEMPFAIL)  # never waits for the abandoned stdin thread
+            if not interrupted.is_set():
+                waiting.cancel()  # the server ended: its error, if any, leaves the group
+                outage.cancel()
+            else:
+                serving.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(dots.idle.wait(), CLOSE_SECONDS)
+                sys.stderr.write(
+                    "markertools: interrupted; the runs stay in the state directory, "
+                    "paused-safe\n"
+                )
+                sys.stderr.flush()
+                os._exit(130)  # never waits for the abandoned stdin thread
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-    if not interrupted.is_set():
-        waiting.cancel()
-        serving.result()  # stdin closed: the usual end (or the error the server raised)
-        return
-    serving.cancel()
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(dots.idle.wait(), CLOSE_SECONDS)
+
+
+def _stopped(group: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """An unexpected exception of the server (issue 35): logged with its traceback at
+    debug level, said in one line on stderr, exit 1 - never a traceback on stderr. The
+    supervisor was closed by the lifespan on the way out (runs stay resumable)."""
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup) and first.exceptions:
+        first = first.exceptions[0]
+    if isinstance(first, KeyboardInterrupt):
+        raise typer.Exit(130) from None
+    logging.getLogger("markertools.dots").debug("dots serve stopped", exc_info=group)
+    detail = " ".join(str(first).split())[:300] or type(first).__name__
     sys.stderr.write(
-        "markertools: interrupted; the runs stay in the state directory, paused-safe\n"
+        f"markertools: dots serve stopped on an internal error ({type(first).__name__}: "
+        f"{detail}); the runs stay in the state directory, paused-safe\n"
     )
-    sys.stderr.flush()
-    os._exit(130)
+    raise typer.Exit(1)
 
 
 def _dots_error(group: BaseExceptionGroup[BaseException]) -> DotsError | None:

@@ -10,7 +10,11 @@
 # `main` is also the README's demo wrapper (`python -m ...fakemodel [--replies FILE] --
 # COMMAND`, docs/fake-model.md): it runs COMMAND against the fake and exits with
 # COMMAND's code; with `--replies` the fake answers turn N with the file's reply N (text
-# with marker blocks, so a worker under it delivers them), then echoes.
+# with marker blocks, so a worker under it delivers them), then echoes. Its CODEX_HOME
+# is kept (default: `fake-codex-home` under the per-user state path, issue 36), so the
+# threads of a run paused under it are there when it is resumed under it; COMMAND finds
+# the wrapper's own command line in `MARKERTOOLS_WRAPPED_BY` (shell words), which `dots
+# run` puts in front of the resume command it prints.
 #
 # Must never: listen on anything but the loopback address, send an event the
 # Responses stream does not define, or die of the Ctrl-C its COMMAND handles (no
@@ -27,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 # --------------------------------------------------------------------------- replies
@@ -557,6 +562,21 @@ def read_replies(path: str) -> list[str]:
     return [reply for chunk in chunks if (reply := "\n".join(chunk).strip("\n")).strip()]
 
 
+WRAPPED_BY = "MARKERTOOLS_WRAPPED_BY"  # the wrapper's own command (shell words), for COMMAND
+
+
+def default_home() -> Path:
+    """The CODEX_HOME the wrapper keeps when `--home` is not given: `fake-codex-home`
+    under the per-user state path (platformdirs; `~/.local/state/markertools/...` on
+    Linux), the same every time, so a run paused under the wrapper finds its threads
+    when it is resumed under it."""
+    try:
+        import platformdirs
+    except ImportError:  # stdlib only: the Linux default
+        return Path("~/.local/state/markertools/fake-codex-home").expanduser()
+    return Path(platformdirs.user_state_dir("markertools", appauthor=False)) / "fake-codex-home"
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m markertools_adapters.codex.fakemodel [--home DIR] [--replies FILE]
     [--] COMMAND ...`: start the fake on 127.0.0.1, write an offline CODEX_HOME wired to
@@ -565,13 +585,16 @@ def main(argv: list[str] | None = None) -> int:
     answered with reply N of `--replies FILE` (read_replies), later turns with an echo
     of the instruction (no marker block)."""
     import argparse
-    import tempfile
-    from pathlib import Path
+    import shlex
 
     from markertools_adapters.codex.offline import codex_env, make_codex_home
 
     parser = argparse.ArgumentParser(prog="python -m markertools_adapters.codex.fakemodel")
-    parser.add_argument("--home", help="the CODEX_HOME to write (default: a temporary one)")
+    parser.add_argument(
+        "--home",
+        help="the CODEX_HOME to write and keep (default: fake-codex-home under the "
+        "per-user state path, e.g. ~/.local/state/markertools/fake-codex-home)",
+    )
     parser.add_argument(
         "--replies",
         metavar="FILE",
@@ -596,19 +619,26 @@ def main(argv: list[str] | None = None) -> int:
     fake.reply_for = _echo_reply
     fake.start()
     try:
-        with tempfile.TemporaryDirectory(prefix="markertools-codex-home-") as tmp:
-            home = Path(args.home) if args.home else Path(tmp)
+        home = (Path(args.home).expanduser() if args.home else default_home()).absolute()
+        try:
             make_codex_home(home, fake.base_url, models=("fake-model", "fake-mini"))
-            env = {**os.environ, **codex_env(home, block_proxy=False)}
-            if not command:
-                sys.stdout.write(f"fake model at {fake.base_url}\nCODEX_HOME={home}\n")
-                sys.stdout.flush()
-                try:
-                    while True:
-                        time.sleep(3600)
-                except KeyboardInterrupt:
-                    return 0
-            return _run_child(command, env)
+        except OSError as exc:
+            sys.stderr.write(f"fakemodel: --home {home}: cannot write: {exc.strerror or exc}\n")
+            return 2
+        env = {**os.environ, **codex_env(home, block_proxy=False)}
+        wrapper = [sys.executable, "-m", "markertools_adapters.codex.fakemodel", "--home", str(home)]
+        if args.replies:
+            wrapper += ["--replies", os.path.abspath(args.replies)]
+        env[WRAPPED_BY] = shlex.join([*wrapper, "--"])
+        if not command:
+            sys.stdout.write(f"fake model at {fake.base_url}\nCODEX_HOME={home}\n")
+            sys.stdout.flush()
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                return 0
+        return _run_child(command, env)
     finally:
         fake.stop()
 

@@ -11,7 +11,8 @@
 #   Rule 1: a run changes only through `RunBook.submit` (DOT-1) and nothing acts on an
 #           event before it is durable (`durable()`).
 #   Rule 2: launch admission is `plans.admit` over every run (DOT-6): at most
-#           `maxConcurrent` turns on the host, never two in one directory (real paths).
+#           `maxConcurrent` turns on the host, never two in one directory (compared by
+#           device and inode: a symlink or a bind mount is the same directory).
 #   Rule 3: nothing is ever approved: an approval or input request is refused, its
 #           turn interrupted and its run paused with an alert (DOT-7).
 #   Rule 4: every background task is a child of `Background`; an unexpected exception
@@ -30,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
@@ -56,6 +58,7 @@ from markertools.plans import (
     DecisionTimeout as DecisionTimeoutEvent,
 )
 from markertools_adapters._background import Background
+from markertools_adapters._outage import DEFAULT_OUTAGE_SECONDS
 from markertools_adapters.dots._inspect import CodexAccess, summary
 from markertools_adapters.dots._launch import launch_turn
 from markertools_adapters.dots._paths import default_state_dir
@@ -124,8 +127,12 @@ class SupervisorCore(RunBook):
         request_timeout: float = 60.0,
         interrupt_grace: float = 10.0,
         locale: str = "en",
+        text_columns: Callable[[], int | None] | None = None,
+        store_outage_seconds: float = DEFAULT_OUTAGE_SECONDS,
     ) -> None:
         self.settings = checked_settings(settings or HostSettings())
+        # the width of the terminal that shows the confirmations (None: 72 columns of text)
+        self.text_columns = text_columns
         root = state_dir or self.settings.state_dir or default_state_dir()
         self.root = Path(root).expanduser()
         self.confirmer: Confirmer = confirmer or DeclineAll()
@@ -143,7 +150,7 @@ class SupervisorCore(RunBook):
             request_timeout=request_timeout,
             locale=locale,
         )
-        RunBook.__init__(self, self.root, clock, locale)
+        RunBook.__init__(self, self.root, clock, locale, store_outage_seconds)
         self.background = Background("dots supervisor", on_fault=self._fault, log=log)
         self._last_admitted: str | None = None
 
@@ -309,9 +316,17 @@ class SupervisorCore(RunBook):
                 self.spawn(run, f"ending the idle worker {name}", worker.close(grace=2.0))
 
     def cwd_key(self, cwd: str) -> str:
-        """The directory key admission compares (DOT-6): the real path, every symlink
-        resolved, so a directory and a link to it are one directory. A path that cannot
-        be resolved is compared as written."""
+        """The directory key admission compares (DOT-6): the directory's identity, its
+        device and inode (`os.stat` follows every symlink), so a directory, a symlink
+        to it and a bind mount of it are one directory (issue 37 item 10: path strings
+        told a bind mount apart). A directory that cannot be stat'ed (not made yet) is
+        keyed by its real path, then as written."""
+        try:
+            found = os.stat(cwd)
+        except (OSError, ValueError):
+            found = None
+        if found is not None and stat.S_ISDIR(found.st_mode):
+            return f"dev {found.st_dev} inode {found.st_ino}"
         try:
             return normalize_cwd(os.path.realpath(cwd))
         except (OSError, ValueError):
@@ -343,7 +358,9 @@ class SupervisorCore(RunBook):
                 {w.name: self.cwd_key(w.cwd) for w in r.state.proposal.workers},
             )
             for r in self.runs.values()
-            if r.journal.failed is None  # Rule 6: its workers are ended, nothing launches
+            # Rule 6: its workers are ended, nothing launches; an outage: nothing is
+            # claimed until the state directory takes writes again (RunBook Rule 4)
+            if r.journal.failed is None and not r.journal.pending
         ]
         for admitted in admit(runs, self.settings.max_concurrent, after=self._last_admitted):
             run = self.runs[admitted.run_id]
@@ -392,9 +409,12 @@ class SupervisorCore(RunBook):
         if self.store is None or run.journal.failed is not None:
             return
         try:
-            self.store.append_raw(run.run_id, "notification", self.clock(), line)
+            run.journal.append_raw("notification", self.clock(), line)
         except StateDirUnwritable as exc:  # DOT-2 cannot hold: the run stops (Rule 6)
             self._stop(run, exc)
+            return
+        if run.journal.pending:  # an outage: the line waits in memory (RunBook Rule 4)
+            self._outage_began(run)
 
     def _turn_ended(self, run: RunSlot, role: str, status: str, reply: str | None) -> None:
         outcome = "timed_out" if role in run.timing_out else status
@@ -408,14 +428,15 @@ class SupervisorCore(RunBook):
         # DOT-8: a turn's end is also an observation: its model responses have just
         # updated the rate limits (`account/rateLimits/updated` precedes turn/completed),
         # so a threshold crossed by a short turn is seen before its decision goes out
+        # (issue 36: with nothing reported by then, this is the one "unknown" alert)
         limits = self.codex.rate_limits
-        if limits is not None and limits.windows() and run.state.status == "running":
-            self.submit(run, QuotaObserved(new_id(), limits.windows()))
+        if run.state.status == "running":
+            self.submit(run, QuotaObserved(new_id(), limits.windows() if limits else ()))
 
     async def _refused_request(self, run: RunSlot, role: str, kind: str, what: str) -> None:
         detail = msg("plan.paused.approval", role=role, request=kind, what=what)
         self.halt(run, "approval", detail, role)
-        self.durable()
+        await self.settled(run)
         worker = run.workers.get(role)
         if worker is not None:
             await worker.interrupt()
@@ -434,7 +455,7 @@ class SupervisorCore(RunBook):
         current = run.state.role(role)
         ms = (current.timeout_ms if current else None) or run.state.proposal.timeout_ms
         self.halt(run, "timeout", msg("plan.paused.timeout", role=role, ms=ms), role)
-        self.durable()
+        await self.settled(run)
         worker = run.workers.get(role)
         if worker is not None and worker.turn_live:
             await worker.interrupt()
@@ -471,12 +492,22 @@ class SupervisorCore(RunBook):
                 )
                 break
         limits = self.codex.rate_limits
+        if limits is None:
+            # issue 36: nothing reported since this supervisor started (the first poll
+            # comes as the first turn starts, before any model response): no
+            # observation, no "unknown" alert; the end of each turn observes (DOT-8)
+            return
         self.submit(run, QuotaObserved(new_id(), limits.windows() if limits else ()))
 
     async def _deliver(self, run: RunSlot, notice: Notice) -> None:
-        # the event that queued the notice is durable before it goes out; a run whose
-        # journal failed sends nothing (Rule 6: raises, and the tick skips it after)
-        self.durable(run)
+        # the event that queued the notice is durable before it goes out (after an
+        # outage, once it is over); a run whose journal failed sends nothing (Rule 6:
+        # raises, and the tick skips it after)
+        try:
+            await self.settled(run)
+        except DotsError:
+            run.notifying.discard(notice.event_id)
+            raise
         out = self.notice_out(run.state, notice)
         error: str | None = None
         try:

@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -41,7 +42,6 @@ from markertools_adapters.dots._views import (
 )
 from markertools_adapters.dots._worker import CLIENT_INFO
 from markertools_adapters.errors import CodexError
-from markertools_adapters.planstore import make_state_dir
 
 MIN_CODEX: Final[tuple[int, int, int]] = (0, 169, 0)
 WORKER_ENV: Final[str] = "MARKERTOOLS_DOTS_WORKER"  # set in every worker's environment
@@ -159,17 +159,25 @@ class CodexAccess:
             if self._utility is not None and self._utility.running:
                 return self._utility
             binary = await self.binary()
-            make_state_dir(self.root)  # its cwd: a first `dots probe` finds no directory yet
+            # its cwd: the state directory when it exists; the inspection commands
+            # (`dots probe`, `dots threads`) create nothing, so before the first run the
+            # temporary directory stands in (the read-only calls do not depend on it)
+            cwd = self.root if self.root.is_dir() else Path(tempfile.gettempdir())
             client = AppServerClient(
                 binary,
                 env=self.child_env("utility"),
-                cwd=str(self.root),
+                cwd=str(cwd),
                 default_timeout=self.request_timeout,
                 queue_events=False,
                 on_notification=self._utility_notification,
             )
             await client.start()
-            await client.initialize(CLIENT_INFO)
+            try:
+                await client.initialize(CLIENT_INFO)
+            except BaseException:  # its process and background work end here, not leak
+                with contextlib.suppress(Exception):
+                    await client.close(grace=1.0)
+                raise
             self._utility = client
             return client
 

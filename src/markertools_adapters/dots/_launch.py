@@ -10,6 +10,11 @@
 #           role; a turn that never started is recorded as ended `failed`.
 #   Rule 3: a dependant's first instruction carries its predecessors' accepted
 #           conclusions framed as data, never spliced in as instructions.
+#   Rule 4: a thread Codex no longer has (issue 36: its CODEX_HOME was removed, e.g.
+#           a temporary one) pauses the run with one alert saying so and the way
+#           forward (`thread-gone`); resumed, the role starts a new thread given what
+#           the run knows of it (its first instruction, its last reply, its
+#           predecessors' conclusions), framed as data. Never a traceback.
 from __future__ import annotations
 
 import logging
@@ -18,10 +23,12 @@ from typing import TYPE_CHECKING, Protocol
 from markertools import Msg, frame_data, msg
 from markertools.plans import Applied, Event, Launch, Step, TurnEnded, TurnStarted, launch_payload
 from markertools_adapters.codex.answers import decode_model_list
+from markertools_adapters.codex.client import AppServerError
 from markertools_adapters.dots._inspect import summary
 from markertools_adapters.dots._ports import DotsError
 from markertools_adapters.dots._runslot import RunSlot, new_id
 from markertools_adapters.dots._worker import CodexWorker
+from markertools_adapters.errors import CodexError
 
 if TYPE_CHECKING:
     from markertools_adapters.dots._inspect import CodexAccess
@@ -43,6 +50,8 @@ class LaunchHost(Protocol):
 
     def durable(self, run: RunSlot | None = None) -> None: ...
 
+    async def settled(self, run: RunSlot) -> None: ...
+
     def directory_taken(self, run: RunSlot, role: str) -> str | None: ...
 
 
@@ -62,16 +71,22 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
             core, run, worker, role, model, effort
         ):
             return
-        thread = current.thread_id or spec.existing_thread_id
+        thread = None if current.thread_gone else current.thread_id or spec.existing_thread_id
         # DOT-12: a taken-over thread is read again before every turn; a thread of our
         # own only when this process does not hold it (while it does, codex refuses any
         # other writer: "already has an active writer")
         check = spec.existing_thread_id is not None or worker.thread_id != thread
-        if (
-            thread is not None
-            and check
-            and not await _no_external_turn(core, run, worker, role, thread)
-        ):
+        try:
+            if (
+                thread is not None
+                and check
+                and not await _no_external_turn(core, run, worker, role, thread)
+            ):
+                return
+        except AppServerError as exc:
+            if not thread_gone(exc):
+                raise
+            core.halt(run, "thread-gone", gone_detail(role, thread or "?", exc), role)
             return
         step = core.submit(run, Launch(new_id(), role))
         if not isinstance(step.outcome, Applied):
@@ -79,14 +94,14 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
         payload = launch_payload(run.state, role)
         if payload is None:  # the launch paused the run (turn limit)
             return
-        core.durable(run)  # Rule 1 (raises when the run's journal failed: nothing is sent)
+        await core.settled(run)  # Rule 1 (waits out an outage; raises when the journal failed)
         taken = core.directory_taken(run, role)
         if taken is not None:  # DOT-6: the directory changed hands since admission
             detail = msg("plan.paused.directory_taken", role=role, cwd=payload.cwd, other=taken)
             core.halt(run, "launch-failed", detail, role)
             core.submit(run, TurnEnded(new_id(), role, new_id(), None, "failed", started=False))
             return
-        text = instruction_text(core, payload.instruction, payload.inputs)
+        text = instruction_text(core, payload.instruction, payload.inputs, payload.recap, role)
         try:
             thread_id = await worker.open_thread(
                 cwd=payload.cwd,
@@ -96,8 +111,12 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
             )
             turn_id = await worker.start_turn(text, model=payload.model, effort=payload.effort)
         except Exception as exc:
-            detail = msg("plan.paused.launch_failed", role=role, detail=summary(exc))
-            core.halt(run, "launch-failed", detail, role)
+            if isinstance(exc, AppServerError) and thread_gone(exc) and payload.thread_id:
+                detail = gone_detail(role, payload.thread_id, exc)
+                core.halt(run, "thread-gone", detail, role)
+            else:
+                detail = msg("plan.paused.launch_failed", role=role, detail=summary(exc))
+                core.halt(run, "launch-failed", detail, role)
             core.submit(run, TurnEnded(new_id(), role, new_id(), None, "failed", started=False))
             return
         core.submit(run, TurnStarted(new_id(), role, thread_id, turn_id))
@@ -105,21 +124,54 @@ async def launch_turn(core: LaunchHost, run: RunSlot, role: str) -> None:
     except DotsError as exc:
         detail = msg("plan.paused.launch_failed", role=role, detail=exc.message)
         core.halt(run, "launch-failed", detail, role)
-    except Exception as exc:  # the backend failed (not the supervisor): the launch failed
-        log.exception("launch of %s failed", role)
+    except (CodexError, OSError) as exc:  # the backend failed: said by the alert alone
+        log.info("launch of %s failed: %s", role, summary(exc))
+        detail = msg("plan.paused.launch_failed", role=role, detail=summary(exc))
+        core.halt(run, "launch-failed", detail, role)
+    except Exception as exc:  # not the backend: logged with its traceback, and the alert
+        log.error("launch of %s failed", role, exc_info=exc)
         detail = msg("plan.paused.launch_failed", role=role, detail=summary(exc))
         core.halt(run, "launch-failed", detail, role)
 
 
 def instruction_text(
-    core: LaunchHost, instruction: str, inputs: tuple[tuple[str, str], ...]
+    core: LaunchHost,
+    instruction: str,
+    inputs: tuple[tuple[str, str], ...],
+    recap: tuple[tuple[str, str], ...] = (),
+    role: str = "",
 ) -> str:
-    """Rule 3: the instruction, then each predecessor's conclusion as framed data."""
-    parts = [instruction]
+    """Rule 3: the instruction, then each predecessor's conclusion as framed data; in
+    the new thread of a role whose thread is gone (Rule 4), first a line saying so and
+    what the run knows of its earlier turns, framed as data too."""
+    parts = []
+    if recap:
+        parts.append(msg("plan.recap.intro", role=role).render(core.locale))
+        for kind, text in recap:
+            label = msg(f"plan.recap.{kind}", role=role)
+            parts.append(frame_data(text, label, core.codex.random, core.locale).text)
+    parts.append(instruction)
     for dep, conclusion in inputs:
         label = msg("plan.conclusion_of", role=dep)
         parts.append(frame_data(conclusion, label, core.codex.random, core.locale).text)
     return "\n\n".join(parts)
+
+
+GONE_MESSAGES: tuple[str, ...] = ("thread not loaded", "no rollout found")
+
+
+def thread_gone(exc: AppServerError) -> bool:
+    """Codex answered that it has no such thread (`thread/read`: "thread not loaded",
+    `thread/resume`: "no rollout found for thread id"): its CODEX_HOME no longer holds
+    it (removed, or another home)."""
+    text = exc.message.lower()
+    return exc.code == -32600 and any(m in text for m in GONE_MESSAGES)
+
+
+def gone_detail(role: str, thread: str, exc: AppServerError) -> Msg:
+    """The alert of a gone thread: what happened and the way forward, one line."""
+    said = " ".join(exc.message.split())[:200]
+    return msg("plan.paused.thread_gone", role=role, thread=thread, detail=said)
 
 
 async def _model_offered(

@@ -13,6 +13,15 @@
 #           with a DotsError on `runId`; nothing is retried in a loop.
 #   Rule 3: a run whose files cannot be used is moved to `quarantine/`, never deleted,
 #           and the other runs load.
+#   Rule 4: a store outage (FLT-3): a write the state directory refuses for now (full,
+#           read-only, an I/O error) does not stop the run. Its lines wait in memory
+#           (`RunJournal` Rule 6), live turns go on, and one task (`_ride_out`, owned by
+#           `Background`) retries with capped exponential backoff and full jitter
+#           (`_outage`); meanwhile nothing is launched, no notice goes out, no effect
+#           happens and a call that would change the run is refused ("retry"). The
+#           outage is logged when it begins and when it ends, with its cause. Past
+#           `--store-outage-seconds` the runs whose lines still wait stop as in Rule 2
+#           and `store_gave_up` is set (`dots serve` then exits 75).
 from __future__ import annotations
 
 import asyncio
@@ -25,6 +34,12 @@ from typing import Any
 from markertools import Msg, msg
 from markertools.plans import Applied, Dropped, Event, Halt, RunState, Step
 from markertools_adapters._background import Background
+from markertools_adapters._outage import (
+    DEFAULT_OUTAGE_SECONDS,
+    Outage,
+    OutageTooLong,
+    backoff_delay,
+)
 from markertools_adapters.dots._inspect import summary
 from markertools_adapters.dots._ports import DotsError
 from markertools_adapters.dots._runslot import RunSlot, new_id
@@ -48,7 +63,13 @@ class RunBook:
 
     background: Background  # the owner of background work (set by the supervisor)
 
-    def __init__(self, root: Path, clock: Callable[[], float], locale: str) -> None:
+    def __init__(
+        self,
+        root: Path,
+        clock: Callable[[], float],
+        locale: str,
+        store_outage_seconds: float = DEFAULT_OUTAGE_SECONDS,
+    ) -> None:
         self.root = root
         self.clock = clock
         self.locale = locale
@@ -62,6 +83,11 @@ class RunBook:
         self._wake = asyncio.Event()
         self._dirty: set[str] = set()
         self._flush_scheduled = False
+        # Rule 4: the state directory's outage, the task riding it out, and the end of it
+        self.outage = Outage(f"state directory {root}", store_outage_seconds, log=log)
+        self._riding = False
+        self._store_back = asyncio.Event()
+        self.store_gave_up = asyncio.Event()  # an outage outlasted its budget
 
     def _reload(self, store: PlanStore, lock: HostLock, run_id: str) -> None:
         """Load one run, or quarantine its files when they cannot be used (Rule 7).
@@ -96,16 +122,23 @@ class RunBook:
         """The quarantined runs that named `owner` (what that conversation may see)."""
         return [q for q in self.quarantined if q.owner is not None and q.owner == owner]
 
-    def submit(self, run: RunSlot, event: Event) -> Step:
+    def submit(self, run: RunSlot, event: Event, *, call: bool = False) -> Step:
         """Apply one event through the run's journal (Rule 1); raises a DotsError on
-        `runId` when the journal cannot take it (Rule 6)."""
+        `runId` when the journal cannot take it (Rule 2). In an outage (Rule 4) the
+        event of the supervisor's own work waits in memory; a caller's event (`call`)
+        is refused instead, recording nothing, and the run waits out the outage."""
         if run.journal.failed is not None:
             raise self._unwritable(run, undone=True)
         try:
-            step = run.journal.submit(event, self.clock(), durable=False)
+            step = run.journal.submit(event, self.clock(), durable=False, queue=not call)
         except StateDirUnwritable as exc:
+            if exc.transient and call:
+                self._outage_began(run)
+                raise self._in_outage(run) from None
             self._stop(run, exc)
             raise self._unwritable(run, undone=exc.undone) from None
+        if run.journal.pending:
+            self._outage_began(run)
         self._dirty.add(run.run_id)
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -155,11 +188,87 @@ class RunBook:
                 del run.workers[name]
 
     def writable(self, run: RunSlot) -> RunSlot:
-        """`run`, or its DotsError when it is stopped (Rule 6): for calls that would ask
-        the user first, so nobody is asked about a change that cannot be recorded."""
+        """`run`, or its DotsError when it is stopped (Rule 2) or waits out an outage
+        (Rule 4): for every call that would change it, so nobody is asked about a
+        change that cannot be recorded now."""
         if run.journal.failed is not None:
             raise self._unwritable(run, undone=True)
+        if run.journal.pending:
+            raise self._in_outage(run)
         return run
+
+    # ---- a store outage (Rule 4) ---------------------------------------------------
+
+    def in_outage(self, run: RunSlot) -> bool:
+        return run.journal.pending and run.journal.failed is None
+
+    def _in_outage(self, run: RunSlot, *, this_call: bool = False) -> DotsError:
+        cause = run.journal.outage or self.outage.cause or "?"
+        text = msg(
+            "dots.err.store_outage_pending" if this_call else "dots.err.store_outage",
+            run=run.run_id,
+            detail=str(cause),
+            seconds=f"{self.outage.seconds():.0f}",
+            budget=f"{self.outage.budget:g}",
+        ).render(self.locale)
+        return DotsError(text, "runId")
+
+    def _outage_began(self, run: RunSlot) -> None:
+        """A line of `run` waits for the directory: the outage begins (logged once) and
+        one task rides it out."""
+        cause = run.journal.outage
+        if not self.outage.active and cause is not None:
+            with contextlib.suppress(OutageTooLong):  # a budget of 0: the rider stops it
+                self.outage.failed(cause)
+        if self._store_back.is_set():
+            self._store_back = asyncio.Event()
+        if not self._riding:
+            self._riding = True
+            if self.background.spawn(self._ride_out(), name="store outage") is None:
+                self._riding = False
+
+    async def _ride_out(self) -> None:
+        """Retry the waiting runs' lines with capped backoff and full jitter until the
+        directory takes them (the outage ends: logged, work goes on) or the outage
+        outlasts its budget (the runs still waiting stop, Rule 2)."""
+        attempt = 0
+        try:
+            while True:
+                await asyncio.sleep(min(backoff_delay(attempt), self.outage.remaining()))
+                attempt += 1
+                waiting = [r for r in self.runs.values() if self.in_outage(r)]
+                failure: StateDirUnwritable | None = None
+                for run in waiting:
+                    try:
+                        run.journal.sync()
+                    except StateDirUnwritable as exc:
+                        if not exc.transient:
+                            self._stop(run, exc)
+                            continue
+                        failure = exc
+                if failure is None:
+                    self.outage.ok()
+                    self._store_back.set()
+                    self._signal_change()
+                    return
+                try:
+                    self.outage.failed(failure)
+                except OutageTooLong as too_long:
+                    for run in [r for r in self.runs.values() if self.in_outage(r)]:
+                        self._stop(run, StateDirUnwritable(str(too_long)))
+                    self._store_back.set()
+                    self.store_gave_up.set()
+                    return
+        finally:
+            self._riding = False
+
+    async def settled(self, run: RunSlot) -> None:
+        """`durable(run)`, after waiting out an outage (Rule 4): an effect that needs
+        this run's events durable waits here instead of failing; raises the run's
+        DotsError when the outage stopped it."""
+        while self.in_outage(run):
+            await self._store_back.wait()
+        self.durable(run)
 
     def create_run(self, state: RunState) -> RunSlot:
         """A new run: its record written (durably) and its slot; a DotsError when the
@@ -191,12 +300,13 @@ class RunBook:
         `submit` when the journal cannot take it."""
         if run.journal.failed is not None:
             raise self._unwritable(run, undone=True)
-        assert self.store is not None
         try:
-            self.store.append_raw(run.run_id, kind, self.clock(), body)
+            run.journal.append_raw(kind, self.clock(), body)
         except StateDirUnwritable as exc:
             self._stop(run, exc)
             raise self._unwritable(run, undone=exc.undone) from None
+        if run.journal.pending:
+            self._outage_began(run)
         self._dirty.add(run.run_id)
 
     def _flush_soon(self) -> None:
@@ -215,16 +325,21 @@ class RunBook:
         failed: StateDirUnwritable | None = None
         for run_id in dirty:
             slot = self.runs.get(run_id)
-            if slot is None or slot.journal.failed is not None:
-                continue
+            if slot is None or slot.journal.failed is not None or slot.journal.pending:
+                continue  # stopped, or waiting out an outage (the rider syncs it)
             try:
                 slot.journal.sync()
             except StateDirUnwritable as exc:
+                if exc.transient:  # Rule 4: its lines wait (put back in the queue)
+                    self._outage_began(slot)
+                    continue
                 self._stop(slot, exc)
                 if slot is run:
                     failed = exc
         if run is not None and run.journal.failed is not None:
             raise self._unwritable(run, undone=failed.undone if failed else True)
+        if run is not None and run.journal.pending:
+            raise self._in_outage(run, this_call=True)
 
     def halt(self, run: RunSlot, kind: str, detail: Msg, role: str | None) -> None:
         self.submit(run, Halt(new_id(), kind, detail, role))  # type: ignore[arg-type]

@@ -80,6 +80,7 @@ from markertools_adapters.dots._views import (
 __all__ = ["WORKER_ENV", "Supervisor", "quota_windows"]
 
 MAX_WAIT_MS: Final[int] = 240_000
+MAX_TEXT_CHARS: Final[int] = 1_048_576  # an instruction or conclusion (Codex's turn input limit)
 ACTIONS: Final[tuple[str, ...]] = ("pause", "resume", "cancel", "budget")
 
 
@@ -98,9 +99,13 @@ class Supervisor(SupervisorCore):
         return DotsError(msg(key, **args).render(self.locale), argument)
 
     def _text(self, value: object, field: str) -> str:
-        """Text a person typed (the terminal) or a tool sent: blank is no answer."""
+        """Text a person typed (the terminal) or a tool sent: blank is no answer, and
+        more than MAX_TEXT_CHARS is refused (its event line must stay within the log's
+        line bound, `planstore.MAX_LINE_BYTES`)."""
         if not isinstance(value, str) or not value.strip():
             raise self._err("dots.err.blank", field, field=field)
+        if len(value) > MAX_TEXT_CHARS:
+            raise self._err("dots.err.too_long", field, field=field, max=MAX_TEXT_CHARS, n=len(value))
         return value
 
     def run_of(self, owner: str, run_id: str) -> RunSlot:
@@ -216,7 +221,8 @@ class Supervisor(SupervisorCore):
             all_ids[role.name] = history.turn_ids
         plan = self._check_proposal(proposal, cwds)  # PLN-2: the thread's cwd is known now
         confirmations: list[Confirmation] = []
-        for request in start_requests(plan, heads, self.settings, self.locale):
+        columns = self.text_columns() if self.text_columns is not None else None
+        for request in start_requests(plan, heads, self.settings, self.locale, columns):
             answer = await self.ask(request)
             confirmations.append(
                 Confirmation(self.clock(), request.step, answer == "accept", request.title)
@@ -242,8 +248,8 @@ class Supervisor(SupervisorCore):
             for role in plan.workers:
                 if role.existing_thread_id is not None:
                     ids = all_ids.get(role.name) or tuple(t.id for t in heads.get(role.name, ()))
-                    self.submit(run, ThreadSeen(new_id(), role.name, ids))
-            self.submit(run, StartRun(new_id()))
+                    self.submit(run, ThreadSeen(new_id(), role.name, ids), call=True)
+            self.submit(run, StartRun(new_id()), call=True)
             return self._view(run)
         except DotsError as exc:
             raise self.abandon_run(run, exc) from None  # Rule 2: no run is left behind
@@ -317,7 +323,7 @@ class Supervisor(SupervisorCore):
         self._text(decision_id, "decisionId")
         self._text(worker, "worker")
         self._refuse(
-            self.submit(run, Dispatch(new_id(), worker, decision_id, instruction)), "decisionId"
+            self.submit(run, Dispatch(new_id(), worker, decision_id, instruction), call=True), "decisionId"
         )
         return self._view(run)
 
@@ -336,13 +342,13 @@ class Supervisor(SupervisorCore):
         self._text(conclusion, "conclusion")
         if worker is None:
             for role in [r for r in run.state.roles if r.status == "awaiting-decision"]:
-                step = self.submit(run, Finish(new_id(), role.name, conclusion, role.decision_id))
+                step = self.submit(run, Finish(new_id(), role.name, conclusion, role.decision_id), call=True)
                 self._refuse(step, "worker")
             if run.state.status not in FINISHED:
-                self._refuse(self.submit(run, Cancel(new_id())), "runId")
+                self._refuse(self.submit(run, Cancel(new_id()), call=True), "runId")
                 self.spawn(run, "ending workers", self.end_workers(run))
             return self._view(run)
-        self._refuse(self.submit(run, Finish(new_id(), worker, conclusion, decision_id)), "worker")
+        self._refuse(self.submit(run, Finish(new_id(), worker, conclusion, decision_id), call=True), "worker")
         return self._view(run)
 
     async def control(
@@ -354,13 +360,13 @@ class Supervisor(SupervisorCore):
             raise self._err("dots.err.budget_required", "budget")
         run = self.writable(self.run_of(owner, run_id))
         if action == "pause":
-            self._refuse(self.submit(run, Pause(new_id())), "action")
+            self._refuse(self.submit(run, Pause(new_id()), call=True), "action")
         elif action == "resume":
             ids = tuple((name, new_id()) for name in decision_ids_needed(run.state))
-            self._refuse(self.submit(run, Resume(new_id(), ids)), "action")
+            self._refuse(self.submit(run, Resume(new_id(), ids), call=True), "action")
             run.faulted.clear()  # the person saw the alert: its paths may run again
         elif action == "cancel":
-            self._refuse(self.submit(run, Cancel(new_id())), "action")
+            self._refuse(self.submit(run, Cancel(new_id()), call=True), "action")
             self.durable(run)
             try:
                 await self.end_workers(run)
@@ -376,7 +382,7 @@ class Supervisor(SupervisorCore):
                         msg("dots.err.not_confirmed_budget", answer=answer).render(self.locale),
                         "budget",
                     )
-            self._refuse(self.submit(run, Budget(new_id(), budget)), "budget")
+            self._refuse(self.submit(run, Budget(new_id(), budget), call=True), "budget")
         else:
             raise self._err(
                 "dots.err.action", "action", actions=", ".join(ACTIONS), value=repr(action)
@@ -419,7 +425,7 @@ class Supervisor(SupervisorCore):
                     msg("dots.err.not_confirmed_tune", answer=answer).render(self.locale),
                     "changes",
                 )
-        self._refuse(self.submit(run, event), "changes")
+        self._refuse(self.submit(run, event, call=True), "changes")
         self.log_raw(
             run, "tuning", {"worker": worker, "changes": dict(changes), "confirmed": bool(widen)}
         )

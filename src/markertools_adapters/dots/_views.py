@@ -142,6 +142,7 @@ class RunView:
     quota: QuotaView
     alerts: tuple[AlertView, ...]
     pending_notices: int
+    pending_notice_kinds: tuple[str, ...] = ()  # the outbox's notices, oldest first
 
     @property
     def finished(self) -> bool:
@@ -163,6 +164,7 @@ class RunView:
             "quota": self.quota.to_json(),
             "alerts": [a.to_json() for a in self.alerts],
             "pendingNotices": self.pending_notices,
+            "pendingNoticeKinds": list(self.pending_notice_kinds),
         }
 
 
@@ -221,6 +223,7 @@ def run_view(state: RunState, locale: str = "en") -> RunView:
             AlertView(a.at, a.message.render(locale)) for a in state.alerts[-ALERTS_KEPT:]
         ),
         pending_notices=len(state.outbox),
+        pending_notice_kinds=tuple(n.kind for n in state.outbox),
     )
 
 

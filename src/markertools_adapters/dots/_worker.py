@@ -99,7 +99,10 @@ class CodexWorker:
         self._texts: dict[str, str] = {}  # turn id -> last agent message text
         self._early: dict[str, tuple[str, str | None]] = {}  # ended before start returned
         self._closing = False
-        self._closed: asyncio.Future[int | None] | None = None
+        # processes being ended, oldest first: one stays here until it has exited, so a
+        # close that was cancelled half-way is finished by the next (no task of its own)
+        self._ending: list[AppServerClient] = []
+        self._close_lock = asyncio.Lock()
         self._start_lock = asyncio.Lock()
         self._turn_done = asyncio.Event()  # set while no turn is live
         self._turn_done.set()
@@ -139,10 +142,9 @@ class CodexWorker:
         async with self._start_lock:
             if self.client is not None and self.client.running:
                 return self.client
-            if self._closed is not None and not self._closed.done():
+            if self._ending:
                 # an idle process is still ending: Codex lets one process write a thread
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(self._closed)
+                await self._finish_ending(grace=3.0)
             self.thread_id = None  # a new process has no thread loaded
             self._closing = False
             client = AppServerClient(
@@ -234,14 +236,21 @@ class CodexWorker:
 
     async def close(self, grace: float = 3.0) -> None:
         """End the process (stdin EOF, then signals). Concurrent calls all return only
-        once it has exited."""
+        once it has exited. The ending runs in the caller's task (issue 35: no
+        unowned future); a close cancelled half-way leaves the process in `_ending`,
+        and the next close (the supervisor's own, at the latest) ends it."""
         self._closing = True
         client, self.client = self.client, None
         if client is not None:
-            self._closed = asyncio.ensure_future(client.close(grace=grace))
-        if self._closed is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._closed)
+            self._ending.append(client)
+        await self._finish_ending(grace)
+
+    async def _finish_ending(self, grace: float) -> None:
+        async with self._close_lock:
+            while self._ending:
+                with contextlib.suppress(Exception):  # it is ended by signals regardless
+                    await self._ending[0].close(grace=grace)
+                self._ending.pop(0)
 
     # ---- callbacks from the client ------------------------------------------------
 

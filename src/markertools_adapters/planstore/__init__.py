@@ -35,6 +35,8 @@ from __future__ import annotations
 from markertools_adapters.planstore._files import (
     DEFAULT_STATE_DIR,
     LOCK_NAME,
+    MAX_LINE_BYTES,
+    MAX_RECORD_BYTES,
     CorruptStore,
     HostLockHeld,
     LoggedEvent,
@@ -60,6 +62,8 @@ from markertools_adapters.planstore._quarantine import (
 __all__ = [
     "DEFAULT_STATE_DIR",
     "LOCK_NAME",
+    "MAX_LINE_BYTES",
+    "MAX_RECORD_BYTES",
     "QUARANTINE_DIR",
     "CorruptStore",
     "HostLock",

@@ -21,6 +21,14 @@
 #           a failed fsync removes every line written since the last good fsync. When
 #           even that fails, the log is marked broken and refuses every later append,
 #           so a fragment can only ever be the torn last line (Rule 3).
+#   Rule 7: nothing is read whole without its size checked first (issue 37 item 7: a
+#           1.5 GB sparse record took `dots serve` to 3.9 GB): a record is at most
+#           MAX_RECORD_BYTES (checked with fstat before reading; a larger one is
+#           CorruptStore naming its size, so its run is quarantined), and a log is read
+#           as a stream, one line at a time, each line at most MAX_LINE_BYTES (a longer
+#           one is a damaged line). What this store writes stays within both: a
+#           notification too long for one line is kept as its head (`cut`: the
+#           characters left out).
 from __future__ import annotations
 
 import contextlib
@@ -30,7 +38,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -51,7 +59,10 @@ LOCK_NAME: Final[str] = "host.lock"
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
 Probe = Callable[[str], None]
-_RAW_KINDS: Final[frozenset[str]] = frozenset({"notification", "tuning"})
+_RAW_KINDS: Final[frozenset[str]] = frozenset({"notification", "tuning", "outage"})
+MAX_RECORD_BYTES: Final[int] = 64 * 1024 * 1024  # a run record (Rule 7)
+MAX_LINE_BYTES: Final[int] = 16 * 1024 * 1024  # one line of a run's log (Rule 7)
+MAX_NOTE_BYTES: Final[int] = 1024 * 1024  # a small file of the store (a quarantine note)
 
 
 class PlanStoreError(MarkertoolsError):
@@ -93,10 +104,15 @@ class StateDirUnwritable(PlanStoreError):
     is True when a failed fsync took every line written since the last good one with
     it (not only the failed write)."""
 
-    def __init__(self, message: str, *, undone: bool = True, lost: bool = False) -> None:
+    def __init__(
+        self, message: str, *, undone: bool = True, lost: bool = False, transient: bool = False
+    ) -> None:
         super().__init__(message)
         self.undone = undone
         self.lost = lost
+        # the directory may take the write again later (full, read-only, an I/O error)
+        # and nothing of the failed write remains: worth retrying (FLT-3)
+        self.transient = transient and undone
 
 
 class HostLockHeld(PlanStoreError):
@@ -115,6 +131,17 @@ class HostLockHeld(PlanStoreError):
         self.pid = pid
 
 
+TRANSIENT_ERRNOS: Final[frozenset[int]] = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EPERM, errno.EACCES,
+     errno.EAGAIN, errno.EINTR}
+)  # a state directory that is full, read-only or failing now may not be so later
+
+
+def transient(exc: OSError) -> bool:
+    """Whether a failed write may succeed when tried again later (FLT-3)."""
+    return exc.errno in TRANSIENT_ERRNOS
+
+
 def why(exc: OSError) -> str:
     """An OSError as a person reads it: its strerror ("No space left on device")."""
     return exc.strerror or str(exc) or type(exc).__name__
@@ -122,8 +149,9 @@ def why(exc: OSError) -> str:
 
 def make_state_dir(root: str | os.PathLike[str]) -> Path:
     """`root` (with `~` expanded), created when missing: the directory itself mode 0700,
-    missing parents with the default mode. Every command that works in a state
-    directory goes through here (the supervisor, the host lock, `dots probe`).
+    missing parents with the default mode. Every command that creates a state
+    directory goes through here (the supervisor and its host lock: `dots run`, `dots
+    serve`; the inspection commands create none).
 
     Raises PlanStoreError (`root` is not a directory) or StateDirUnwritable (it cannot
     be created), one line each."""
@@ -205,11 +233,55 @@ def open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
     return fd
 
 
-def read_regular(path: Path) -> bytes:
-    """All of a regular file of the state directory (see `open_regular`)."""
+def size_text(size: int) -> str:
+    """A byte count for a person: "1.5 GB", "64 MiB" stays exact in the limits."""
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """All of a regular file of the state directory (see `open_regular`), when it is at
+    most `limit` bytes (Rule 7: the size is checked before anything is read; a larger
+    file is CorruptStore naming its size, never read)."""
     fd = open_regular(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise CorruptStore(
+                f"{path}: {size_text(size)} ({size} bytes), more than the {limit} bytes "
+                "this file may have (never read)",
+                path,
+            )
+        return fh.read(limit + 1)
+
+
+def log_lines(path: Path) -> Iterator[tuple[int, bytes, bool]]:
+    """The lines of a run's log as a stream (Rule 7): (line number, the line without
+    its newline, whether it ended with one). Only the last line can lack a newline (a
+    torn append). A line longer than MAX_LINE_BYTES is CorruptStore (no more of it is
+    read). Raises FileNotFoundError and OSError as `open_regular` does."""
+    fd = open_regular(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as fh:
+        number = 0
+        while True:
+            line = fh.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            if line.endswith(b"\n"):
+                yield number, line[:-1], True
+                continue
+            if len(line) > MAX_LINE_BYTES:
+                raise CorruptStore(
+                    f"{path}: line {number} is longer than {MAX_LINE_BYTES} bytes, the most "
+                    f"a line of a run's log may have (the log is {size_text(os.fstat(fh.fileno()).st_size)}; "
+                    "the rest was not read)",
+                    path,
+                )
+            yield number, line, False
+            return
 
 
 def _fsync_dir(path: Path) -> None:
@@ -297,7 +369,9 @@ class PlanStore:
             except CorruptStore as exc:
                 raise StateDirUnwritable(f"{exc}; the run's log cannot be appended") from None
             except OSError as exc:
-                raise StateDirUnwritable(f"{path}: cannot be opened ({why(exc)})") from None
+                raise StateDirUnwritable(
+                    f"{path}: cannot be opened ({why(exc)})", transient=transient(exc)
+                ) from None
             log = self._logs[run_id] = _Log(path, fd, size, size)
         return log
 
@@ -345,7 +419,7 @@ class PlanStore:
         """The `owner` a run record names, read as plain JSON (for a record that no
         longer loads as a run); None when it cannot be read. Never raises."""
         try:
-            raw = json.loads(read_regular(self.record_path(run_id)))
+            raw = json.loads(read_regular(self.record_path(run_id), MAX_RECORD_BYTES))
         except Exception:
             return None
         owner = raw.get("owner") if isinstance(raw, dict) else None
@@ -400,7 +474,7 @@ class PlanStore:
     def load(self, run_id: str) -> RunState:
         path = self.record_path(run_id)
         try:
-            raw = read_regular(path)
+            raw = read_regular(path, MAX_RECORD_BYTES)
         except FileNotFoundError:
             raise RunNotFound(f"no run {run_id!r} in {self.root}") from None
         except OSError as exc:
@@ -464,10 +538,21 @@ class PlanStore:
             _write_all(log.fd, data)
         except OSError as exc:
             failure = f"{log.path}: cannot append ({why(exc)})"
-            self._cut_back(log, log.end, failure, "what was written of the line")
+            self._cut_back(
+                log, log.end, failure, "what was written of the line", transient(exc)
+            )
         log.end += len(data)
 
-    def _cut_back(self, log: _Log, size: int, failure: str, what: str) -> NoReturn:
+    def append_line(self, run_id: str, data: bytes) -> None:
+        """Append one line made by `event_line` or `raw_line` (not fsynced; `sync_log`
+        makes it durable). A failure raises StateDirUnwritable (`transient` when the
+        directory may take it later) and leaves the log as it was (Rule 6)."""
+        self._append(run_id, data)
+        self._probe("log-appended")
+
+    def _cut_back(
+        self, log: _Log, size: int, failure: str, what: str, retry: bool = False
+    ) -> NoReturn:
         """Cut the log back to `size` bytes after `failure` and raise it; when the cut
         fails too, the log is broken (it refuses every later append, Rule 6)."""
         try:
@@ -481,20 +566,13 @@ class PlanStore:
             )
             raise StateDirUnwritable(log.broken, undone=False) from None
         log.end = size
-        raise StateDirUnwritable(failure, undone=True)
+        raise StateDirUnwritable(failure, undone=True, transient=retry)
 
     def append_event(self, run_id: str, entry: LoggedEvent, *, sync: bool = True) -> None:
         """Append one event line; fsynced unless `sync` is False (then `sync_log`
         makes it durable later, before anything acts on it). A failure raises
         StateDirUnwritable and leaves the log as it was (Rule 6)."""
-        line = {
-            "seq": entry.seq,
-            "at": entry.at,
-            "outcome": entry.outcome,
-            "event": event_to_json(entry.event),
-        }
-        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        self._append(run_id, data)
+        self._append(run_id, event_line(entry))
         if sync:
             self._fsync(self._log(run_id))
         self._probe("log-appended")
@@ -514,10 +592,13 @@ class PlanStore:
         except OSError as exc:
             what = "the lines written since the last good fsync"
             try:
-                self._cut_back(log, log.synced, f"{log.path}: fsync failed ({why(exc)})", what)
+                failure = f"{log.path}: fsync failed ({why(exc)})"
+                self._cut_back(log, log.synced, failure, what, transient(exc))
             except StateDirUnwritable as cut:
                 text = str(cut) if not cut.undone else f"{cut}; {what} were removed"
-                raise StateDirUnwritable(text, undone=cut.undone, lost=True) from None
+                raise StateDirUnwritable(
+                    text, undone=cut.undone, lost=True, transient=cut.transient
+                ) from None
         log.synced = log.end
 
     def load_current(self, run_id: str) -> RunState:
@@ -536,72 +617,70 @@ class PlanStore:
         """Append a record that is not an event (DOT-2): `kind` "notification" (`body`:
         the app-server's line, verbatim, as a string) or "tuning" (`body`: the change).
         Not fsynced on its own (notifications are many); the next event's fsync covers
-        it. `read_events` skips these records."""
-        line = {kind: body, "at": at}
-        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        self._append(run_id, data)
+        it. `read_events` skips these records. A notification whose line would be longer
+        than MAX_LINE_BYTES is kept as its head, with `cut`: the characters left out
+        (Rule 7)."""
+        self._append(run_id, raw_line(kind, at, body))
 
     def read_raw(self, run_id: str, kind: str) -> list[Any]:
-        """The bodies of the `kind` records of a run's log, in order."""
+        """The bodies of the `kind` records of a run's log, in order (read as a stream,
+        Rule 7)."""
+        path = self.log_path(run_id)
+        out: list[Any] = []
         try:
-            raw = read_regular(self.log_path(run_id))
+            for _, chunk, _ in log_lines(path):
+                if not chunk.strip():
+                    continue
+                try:
+                    obj = json.loads(chunk)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict) and kind in obj and "seq" not in obj:
+                    out.append(obj[kind])
         except FileNotFoundError:
             return []
         except OSError as exc:
-            path = self.log_path(run_id)
             raise CorruptStore(f"{path}: cannot be read ({why(exc)})", path) from None
-        out: list[Any] = []
-        for chunk in raw.split(b"\n"):
-            if not chunk.strip():
-                continue
-            try:
-                obj = json.loads(chunk)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and kind in obj and "seq" not in obj:
-                out.append(obj[kind])
         return out
 
     def read_events(self, run_id: str, *, repair: bool = False) -> list[LoggedEvent]:
-        """Every logged event in order. A torn last line is ignored, and cut off when
-        `repair` (Rule 3); a damaged line elsewhere raises CorruptStore."""
+        """Every logged event in order, the log read as a stream (Rule 7). A torn last
+        line is ignored, and cut off when `repair` (Rule 3); a damaged line elsewhere,
+        or a line longer than MAX_LINE_BYTES, raises CorruptStore."""
         path = self.log_path(run_id)
-        try:
-            raw = read_regular(path)
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise CorruptStore(f"{path}: cannot be read ({why(exc)})", path) from None
         out: list[LoggedEvent] = []
         offset = 0
-        lines = raw.split(b"\n")
-        for number, chunk in enumerate(lines, start=1):
-            is_last = number == len(lines)
-            if is_last and not chunk:
-                break
-            try:
-                if is_last:  # no newline: the append never finished
-                    raise ValueError("torn line")
-                obj = json.loads(chunk)
-                if isinstance(obj, dict) and "seq" not in obj and _RAW_KINDS & obj.keys():
-                    offset += len(chunk) + 1
-                    continue  # a notification or tuning record (append_raw)
-                out.append(
-                    LoggedEvent(
-                        int(obj["seq"]),
-                        float(obj["at"]),
-                        str(obj.get("outcome", "")),
-                        event_from_json(obj["event"]),
+        try:
+            for number, chunk, whole in log_lines(path):
+                try:
+                    if not whole:  # no newline: the append never finished
+                        raise ValueError("torn line")
+                    obj = json.loads(chunk)
+                    if isinstance(obj, dict) and "seq" not in obj and _RAW_KINDS & obj.keys():
+                        offset += len(chunk) + 1
+                        continue  # a notification or tuning record (append_raw)
+                    out.append(
+                        LoggedEvent(
+                            int(obj["seq"]),
+                            float(obj["at"]),
+                            str(obj.get("outcome", "")),
+                            event_from_json(obj["event"]),
+                        )
                     )
-                )
-            except Exception as exc:
-                if is_last:
-                    if repair:
-                        self._cut_torn_line(run_id, path, offset)
-                    break
-                detail = f"{path}: line {number} is damaged ({_detail(exc)})"
-                raise CorruptStore(detail, path) from None
-            offset += len(chunk) + 1
+                except Exception as exc:
+                    if not whole:
+                        if repair:
+                            self._cut_torn_line(run_id, path, offset)
+                        break
+                    detail = f"{path}: line {number} is damaged ({_detail(exc)})"
+                    raise CorruptStore(detail, path) from None
+                offset += len(chunk) + 1
+        except FileNotFoundError:
+            return []
+        except CorruptStore:
+            raise
+        except OSError as exc:
+            raise CorruptStore(f"{path}: cannot be read ({why(exc)})", path) from None
         return out
 
     def _cut_torn_line(self, run_id: str, path: Path, size: int) -> None:
@@ -617,6 +696,28 @@ class PlanStore:
             raise StateDirUnwritable(
                 f"{path}: its torn last line cannot be cut off ({why(exc)})", undone=False
             ) from None
+
+
+def event_line(entry: LoggedEvent) -> bytes:
+    """One event's line of a run's log."""
+    line = {
+        "seq": entry.seq,
+        "at": entry.at,
+        "outcome": entry.outcome,
+        "event": event_to_json(entry.event),
+    }
+    return (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def raw_line(kind: str, at: float, body: Any) -> bytes:
+    """A record that is not an event (`append_raw`), within MAX_LINE_BYTES (Rule 7)."""
+    line: dict[str, Any] = {kind: body, "at": at}
+    data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    while len(data) > MAX_LINE_BYTES and isinstance(body, str):
+        keep = len(line[kind]) * (MAX_LINE_BYTES - 4096) // len(data)
+        line = {kind: body[:keep], "cut": len(body) - keep, "at": at}
+        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    return data
 
 
 def _detail(exc: BaseException) -> str:

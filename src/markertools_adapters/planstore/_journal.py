@@ -20,11 +20,20 @@
 #           its memory goes back to what the log holds durably (the unsynced lines were
 #           cut off, or may be lost), and it refuses every later event and saves
 #           nothing until the run is loaded again from disk.
+#   Rule 6: an outage (FLT-3): a deferred line that the directory refuses for now (full,
+#           read-only, an I/O error: `StateDirUnwritable.transient`, nothing of it left
+#           in the log) is kept in memory, in order, and every later line queues behind
+#           it; the event is applied as usual (what is live goes on) but nothing is
+#           durable until `sync()` has written the queue and fsynced it. A failed fsync
+#           whose lines were cut off cleanly puts them back in the queue. Its owner
+#           acts on nothing meanwhile (`pending`), retries `sync()` with backoff, and
+#           past its budget fails the journal (Rule 5).
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -48,6 +57,8 @@ from markertools_adapters.planstore._files import (
     PlanStoreError,
     Probe,
     StateDirUnwritable,
+    event_line,
+    raw_line,
 )
 from markertools_adapters.planstore._lock import HostLock
 
@@ -71,6 +82,47 @@ class RunJournal:
         self._failed: str | None = None
         self._halted = False  # the in-memory pause of `fail` is applied
         self.checkpoint_error: str | None = None  # why the last checkpoint failed
+        self._queued: list[bytes] = []  # lines the directory refused for now (Rule 6)
+        self._written: list[bytes] = []  # lines written since the last good fsync
+        self.outage: StateDirUnwritable | None = None  # why lines are queued (Rule 6)
+
+    @property
+    def pending(self) -> bool:
+        """True while lines wait in memory for the directory to take them (Rule 6):
+        nothing may act on this run's events until `sync()` succeeds."""
+        return bool(self._queued) or self.outage is not None
+
+    def _write(self, data: bytes, *, queue: bool) -> None:
+        """Write one deferred line (Rule 6): behind the queue when there is one, else at
+        once; a transient refusal queues it when `queue`, behind an `outage` record (the
+        log says there was one, and why). Without `queue` (a caller's event: the call is
+        refused, never applied later) a transient refusal raises, and only the record is
+        queued: the run waits out the outage all the same."""
+        if self.pending and not queue:
+            raise self.outage or StateDirUnwritable("the state directory refuses writes")
+        if self._queued:
+            self._queued.append(data)
+            return
+        try:
+            self.store.append_line(self._state.run_id, data)
+        except StateDirUnwritable as exc:
+            if not exc.transient:
+                raise
+            self.outage = exc
+            # the log will say there was an outage, and why, before what waited for it
+            self._queued.append(raw_line("outage", time.time(), {"cause": str(exc)}))
+            if not queue:
+                raise
+            self._queued.append(data)
+            return
+        self._written.append(data)
+
+    def append_raw(self, kind: str, at: float, body: object) -> None:
+        """A record that is not an event (DOT-2: a notification, a tuning change),
+        queued behind an outage like an event line (Rule 6)."""
+        self._refuse_if_failed()
+        self._write(raw_line(kind, at, body), queue=True)
+        self._unsynced = True
 
     @property
     def pending_sync(self) -> bool:
@@ -137,7 +189,9 @@ class RunJournal:
             journal._checkpoint(force=True)
         return journal, journal.submit(HostRestarted(restart_event_id), now)
 
-    def submit(self, event: Event, now: float, *, durable: bool = True) -> Step:
+    def submit(
+        self, event: Event, now: float, *, durable: bool = True, queue: bool = True
+    ) -> Step:
         """Apply one event. Duplicates are answered without writing; every other event
         is logged first (Rule 1). `durable` (the default): the line is fsynced and the
         record saved before this returns. `durable=False` (Rule 4): the line is only
@@ -154,7 +208,11 @@ class RunJournal:
         outcome = type(step.outcome).__name__.lower()
         entry = LoggedEvent(seq, now, outcome, event)
         try:
-            self.store.append_event(self._state.run_id, entry, sync=durable)
+            if durable:
+                self.store.append_event(self._state.run_id, entry, sync=True)
+                self._written.clear()
+            else:
+                self._write(event_line(entry), queue=queue)
         except StateDirUnwritable as exc:
             if exc.lost:  # the fsync took earlier deferred lines with it
                 self._lose_unsynced(str(exc))
@@ -184,14 +242,30 @@ class RunJournal:
         CHECKPOINT_EVERY events, so a reload replays a bounded tail. A failed fsync
         fails the journal and raises (Rule 5); a failed checkpoint does not."""
         self._refuse_if_failed()
-        if self._unsynced:
+        flushed = bool(self._queued)
+        while self._queued:  # Rule 6: the lines the directory refused, in order
+            try:
+                self.store.append_line(self._state.run_id, self._queued[0])
+            except StateDirUnwritable as exc:
+                if exc.transient:
+                    self.outage = exc
+                raise
+            self._written.append(self._queued.pop(0))
+        if self._unsynced or flushed:
             try:
                 self.store.sync_log(self._state.run_id)
             except StateDirUnwritable as exc:
+                if exc.transient:  # cut off cleanly: written again once it takes them
+                    self.outage = exc
+                    self._queued[:0] = self._written
+                    self._written = []
+                    raise
                 self._lose_unsynced(str(exc))
                 raise
             self._unsynced = False
+            self._written = []
             self._synced_state = self._state
+        self.outage = None  # every line is written and durable: the outage is over
         finished = self._state.status in RUN_MACHINE.terminal
         if self._unsaved and (checkpoint or finished or self._unsaved >= self.CHECKPOINT_EVERY):
             self._checkpoint(force=checkpoint)

@@ -26,6 +26,7 @@ from typing import Any, Final
 import attrs
 
 from markertools_adapters.planstore._files import (
+    MAX_NOTE_BYTES,
     PlanStoreError,
     StateDirUnwritable,
     _fsync_dir,
@@ -157,7 +158,7 @@ def quarantined(root: Path) -> list[Quarantined]:
 
 def _read_note(entry: Path) -> Quarantined:
     try:
-        raw = json.loads(read_regular(entry / NOTE))
+        raw = json.loads(read_regular(entry / NOTE, MAX_NOTE_BYTES))
         if not isinstance(raw, dict):
             raise ValueError("not an object")
         files = raw.get("files")

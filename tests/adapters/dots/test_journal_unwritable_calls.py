@@ -21,7 +21,7 @@ from markertools_adapters.codex.fakemodel import Hang, Text
 from markertools_adapters.dots import DotsError, NotConfirmed
 
 
-@pytest.mark.rule("DOT-1", "DOT-11", "DOT-14")
+@pytest.mark.rule("DOT-1", "DOT-11", "DOT-14", "FLT-3")
 def test_a_journal_that_fails_during_a_turn_stops_the_run_and_its_worker(
     offline_codex: OfflineCodex, tmp_path: Path
 ) -> None:
@@ -39,7 +39,8 @@ def test_a_journal_that_fails_during_a_turn_stops_the_run_and_its_worker(
         raise AssertionError("the call was not refused")
 
     async def scenario() -> None:
-        async with running(offline_codex, state, confirmer=confirm) as sup:
+        # FLT-3: the outage is ridden out for 1 s here (300 by default), then the run stops
+        async with running(offline_codex, state, confirmer=confirm, store_outage_seconds=1) as sup:
             run_id = (await sup.start(plan(role("reader", workdir(tmp_path, "a"))), owner=OWNER))[
                 "runId"
             ]
@@ -48,8 +49,10 @@ def test_a_journal_that_fails_during_a_turn_stops_the_run_and_its_worker(
             run = sup.runs[run_id]
             files = [p for p in state.iterdir() if p.is_file()]
             with immutable(state, *files):
-                # while the turn is live the quota is polled every second: that event is
-                # the first the journal cannot take
+                # a pause asked while the turn is live is the first write the journal
+                # cannot take: refused, recording nothing; the outage is ridden out for
+                # 1 s, then the run stops
+                out["pause"] = await refused(sup.control(owner=OWNER, run_id=run_id, action="pause"))
                 await until(lambda: run.journal.failed is not None)
                 await until(lambda: not run.workers)  # interrupted, its app-server ended
                 (out["view"],) = sup.status(owner=OWNER)
@@ -75,10 +78,13 @@ def test_a_journal_that_fails_during_a_turn_stops_the_run_and_its_worker(
     run_id = out["run"]
     view = out["view"]
     assert view["state"] == "paused" and view["pauseReason"] == "internal-error"
-    assert view["pauseDetail"].startswith(
-        f"the run's journal cannot be written ({state}/run-{run_id}.jsonl: cannot append "
-        "(Operation not permitted)); the supervisor stopped the run"
-    )
+    assert view["pauseDetail"].startswith(f"the run's journal cannot be written (state directory {state} unavailable for ")
+    assert (
+        " s, longer than the outage budget of 1 s (--store-outage-seconds); last error: "
+        f"StateDirUnwritable: {state}/run-{run_id}.jsonl: cannot append (Operation not "
+        "permitted)); the supervisor stopped the run"
+    ) in view["pauseDetail"]
+    assert out["pause"].message.startswith(f"run {run_id} cannot change now: the state directory")
     for exc in (out["budget"], out["tune"]):
         assert exc.field == "runId" and not isinstance(exc, NotConfirmed)
         assert exc.message.startswith(f"run {run_id} cannot change: its journal cannot be written")

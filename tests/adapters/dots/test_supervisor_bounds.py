@@ -62,15 +62,17 @@ def test_a_directory_and_a_symlink_to_it_never_run_two_turns_at_once(
 
 
 @pytest.mark.rule("DOT-6")
-def test_the_directory_key_is_the_real_path_and_a_late_change_is_caught(tmp_path: Path) -> None:
+def test_the_directory_key_is_the_directory_itself(tmp_path: Path) -> None:
     from markertools_adapters.dots import Supervisor
 
     real = workdir(tmp_path, "project")
     link = tmp_path / "link"
     link.symlink_to(real, target_is_directory=True)
     sup = Supervisor(tmp_path / "state")
-    assert sup.cwd_key(str(link)) == sup.cwd_key(str(real)) == str(real.resolve())
-    assert sup.cwd_key("/no/such/dir/..//x") == "/no/such/x"  # unresolvable: as written
+    found = os.stat(real)
+    assert sup.cwd_key(str(link)) == sup.cwd_key(str(real)) == f"dev {found.st_dev} inode {found.st_ino}"
+    assert sup.cwd_key(str(workdir(tmp_path, "other"))) != sup.cwd_key(str(real))
+    assert sup.cwd_key("/no/such/dir/..//x") == "/no/such/x"  # not made yet: its path
 
 
 @pytest.mark.rule("DOT-3", "DOT-12")
