@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from markertools_adapters.codex.client import AppServerClient, AppServerError, Exited, Json
@@ -83,6 +83,7 @@ class CodexWorker:
         on_exit: Callable[[str], None],
         on_rate_limits: Callable[[Json], None],
         request_timeout: float = 60.0,
+        decide: Callable[[str, Any], Awaitable[Json]] | None = None,
     ) -> None:
         self.binary = binary
         self.env = env
@@ -92,6 +93,7 @@ class CodexWorker:
         self._on_request = on_request
         self._on_exit = on_exit
         self._on_rate_limits = on_rate_limits
+        self._decide = decide  # the worker host's answer to a request (APR-1), if any
         self.request_timeout = request_timeout
         self.client: AppServerClient | None = None
         self.thread_id: str | None = None
@@ -299,6 +301,8 @@ class CodexWorker:
                 self._on_exit(detail)
 
     async def _server_request(self, method: str, params: Any, request_id: int | str) -> Json:
+        if self._decide is not None:  # the worker host answers (APR-1); dots refuses
+            return await self._decide(method, params)
         refusal = REFUSALS.get(method)
         self._on_request(REQUEST_NAMES.get(method, method), request_summary(method, params))
         if refusal is None:
