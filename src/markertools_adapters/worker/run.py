@@ -43,6 +43,7 @@ from markertools_adapters.worker._base import RunOwner
 from markertools_adapters.worker._delivery import RunDelivery
 from markertools_adapters.worker._ends import RESULT_FILE, RESULT_TEXT_CHARS, RunEnds
 from markertools_adapters.worker._runstore import RunStore
+from markertools_adapters.worker._tools import call_tool, tool_description, tool_names, tool_schema
 from markertools_adapters.worker.codex_engine import CodexEngine
 from markertools_adapters.worker.dirs import local_repo, prepare_task_dir
 from markertools_adapters.worker.engine import Engine, EngineRequest, TaskTools, TurnEnd
@@ -205,6 +206,10 @@ class TaskRun(RunDelivery, RunEnds):
         await self._turns(text)
 
     def _make_engine(self, tools: TaskTools | None) -> Engine:
+        """ENG-1: the task's own `engine` when it names one, else the host's."""
+        name = getattr(self.task, "engine", None) or self.host.settings.engine
+        if name != "codex":  # the Claude Code adapter is built in issue 39
+            raise ValueError(f"engine {name!r} is not available in this build")
         return CodexEngine(
             self.host.settings,
             directory=self._directory,
@@ -316,12 +321,20 @@ class TaskRun(RunDelivery, RunEnds):
     # ---- the engine -------------------------------------------------------------------
 
     async def _tools(self) -> TaskTools | None:
-        """WRK-9: the task's tools for its sessions - the stdio server of `tools_command`
-        with the task's token in its environment."""
+        """WRK-9, TOL-10: the task's tools for its sessions - answered in the host's own
+        process (`call`, for an engine that serves tools in-process), and for Codex the
+        stdio server of `tools_command` with the task's token in its environment."""
         command = self.host.settings.tools_command
         if not command:
             return None
-        env = self.host.settings.child_env()
+        settings = self.host.settings
+        tools = TaskTools(
+            names=tool_names(),
+            call=self._call_tool,
+            schema=tool_schema,
+            description=lambda name: tool_description(name, settings.locale),
+        )
+        env = settings.child_env()
         minted = await self.db.read(
             mint_task_token,
             self.host.store,
@@ -330,7 +343,22 @@ class TaskRun(RunDelivery, RunEnds):
             token_hex=self.host.ports.random.token_hex,
         )
         forwarded = {n: env[n] for n in FORWARDED_ENV if n in env}
-        return TaskTools(command=tuple(command), env={TOKEN_ENV: minted.token, **forwarded})
+        tools.command = tuple(command)
+        tools.env = {TOKEN_ENV: minted.token, **forwarded}
+        return tools
+
+    async def _call_tool(self, name: str, arguments: Any, call_id: str | None) -> Any:
+        """One same-turn tool call of this task, answered in-process with the claim."""
+        return await call_tool(
+            name,
+            arguments,
+            call_id,
+            task_id=self.task_id,
+            claim=self.claim,
+            ports=self.host.ports,
+            locale=self.host.settings.locale,
+            halt=self._halt,
+        )
 
     async def _open(self, resume: str | None) -> str | None:
         assert self.engine is not None

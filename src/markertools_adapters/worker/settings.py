@@ -18,6 +18,7 @@ from typing import Final
 from markertools import TurnCost
 
 MAX_CONCURRENT_RANGE: Final[tuple[int, int]] = (1, 16)
+ENGINE_NAMES: Final[tuple[str, ...]] = ("codex", "claude-code")  # ENG-1
 _PRICE_KEYS: Final[tuple[str, ...]] = ("input", "cached_input", "output")
 _MILLION: Final[Decimal] = Decimal(1_000_000)
 
@@ -133,6 +134,9 @@ class WorkerSettings:
     # FLT-5: a waiting task's app-server is stopped after waiting this long (None: kept);
     # its thread is resumed in a new one when the wait ends
     park_seconds: float | None = 5.0
+    # ENG-1: the engine a task runs on unless the task names one ("codex", "claude-code")
+    engine: str = "codex"
+    claude_bin: str = "claude"  # the Claude Code CLI (ENG-1)
 
     def __post_init__(self) -> None:
         low, high = MAX_CONCURRENT_RANGE
@@ -142,6 +146,10 @@ class WorkerSettings:
             raise ValueError("lease_seconds must be positive")
         if self.max_goal_rounds < 1:
             raise ValueError("max_goal_rounds must be at least 1")
+        if self.engine not in ENGINE_NAMES:
+            raise ValueError(
+                f"engine must be one of {', '.join(ENGINE_NAMES)}, got {self.engine!r}"
+            )
         if self.max_waiting < 0:
             raise ValueError("max_waiting must be 0 or more")
         if self.store_outage_seconds < 0:
