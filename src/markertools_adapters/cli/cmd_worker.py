@@ -22,6 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from markertools import msg
+from markertools_adapters._secrets import hide_credentials
 from markertools_adapters.cli._app import UsageFailure, WordsTyper, app
 from markertools_adapters.cli._io import db_location, emit_json
 
@@ -174,6 +175,7 @@ def run_command(
         grace_seconds=grace_seconds,
         until_idle=until_idle,
         tools_command=_tools_command(db) if tools is not False else None,
+        store_url=db,
         store_outage_seconds=store_outage_seconds,
         max_waiting=max_waiting,
         **fields,
@@ -181,6 +183,7 @@ def run_command(
     settings.worktrees.mkdir(mode=0o700, parents=True, exist_ok=True)
     files = WorktreeFiles(settings.worktrees, settings.host, layout=LAYOUT)
     store = _open(db, files=files)
+    hide_credentials(db)  # TOL-10: no password in this process's /proc cmdline / environ
     try:
         if store.get_project(project) is None:
             raise UsageFailure(f"--project {project}: no such project")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shlex
 import signal
 from typing import Any, Final
@@ -31,6 +32,7 @@ from markertools_adapters.worker.engine import (
 from markertools_adapters.worker.settings import TokenUsage, WorkerSettings
 
 SANDBOX: Final[str] = "workspace-write"
+TASK_TMP: Final[str] = ".markertools-tmp"  # the task's TMPDIR, inside its directory
 _INTERRUPT_WAIT: Final[float] = 0.5
 # APR-1: Codex's request -> (our kind, the answer that accepts)
 ACCEPTS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
@@ -84,9 +86,10 @@ class CodexEngine:
         self._errors: dict[str, str] = {}  # turn id -> Codex's error message
         self._paths: dict[str, tuple[str, ...]] = {}  # file-change item id -> its paths
         self._tools_state = asyncio.Event()
+        tmpdir = f"{directory}/{TASK_TMP}"
         self.worker = CodexWorker(
             settings.codex_bin,
-            env=settings.child_env({**env, **(dict(tools.env) if tools else {})}),
+            env=settings.child_env({**env, **(dict(tools.env) if tools else {}), "TMPDIR": tmpdir}),
             cwd=directory,
             on_raw=self._on_raw,
             on_turn_end=self._turn_end,
@@ -113,6 +116,7 @@ class CodexEngine:
         return self._model
 
     async def start(self) -> int | None:
+        os.makedirs(f"{self.directory}/{TASK_TMP}", mode=0o700, exist_ok=True)
         await self.worker.ensure()
         return self.pgid
 
@@ -186,7 +190,18 @@ class CodexEngine:
 
     # ---- the thread's configuration (WRK-9, TOL-10) ---------------------------------------------
 
-    def _config(self) -> dict[str, Any] | None:
+    def _config(self) -> dict[str, Any]:
+        """The thread's configuration: /tmp is not writable (TOL-10: another task's
+        files, a store under /tmp), the task's own TMPDIR inside its directory is (the
+        app-server's environment names it), and the task's tools."""
+        config: dict[str, Any] = {
+            "sandbox_workspace_write.exclude_slash_tmp": True,
+            "sandbox_workspace_write.exclude_tmpdir_env_var": False,
+        }
+        config.update(self._tools_config() or {})
+        return config
+
+    def _tools_config(self) -> dict[str, Any] | None:
         tools = self.tools
         if tools is None:
             return None

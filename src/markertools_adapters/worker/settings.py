@@ -38,6 +38,28 @@ def machine_id() -> str:
     return text or default_host()
 
 
+# TOL-10: variables an agent's environment never inherits from its host: a task token,
+# and what opens a store (database URLs, PostgreSQL's password and service files)
+SECRET_ENV: Final[frozenset[str]] = frozenset(
+    {
+        "MARKERTOOLS_TASK_TOKEN",
+        "MARKERTOOLS_DB",
+        "MARKERTOOLS_PG_DSN",
+        "DATABASE_URL",
+        "PGPASSWORD",
+        "PGPASSFILE",
+        "PGSERVICEFILE",
+    }
+)
+
+
+def secret_variable(name: str, value: str, store_url: str | None) -> bool:
+    """TOL-10: whether an environment variable must stay out of an agent's process."""
+    if name in SECRET_ENV:
+        return True
+    return bool(store_url) and store_url is not None and len(store_url) > 3 and store_url in value
+
+
 @dataclass(frozen=True)
 class TokenUsage:
     """One turn's tokens, from Codex `thread/tokenUsage/updated` (`last`)."""
@@ -137,6 +159,8 @@ class WorkerSettings:
     # ENG-1: the engine a task runs on unless the task names one ("codex", "claude-code")
     engine: str = "codex"
     claude_bin: str = "claude"  # the Claude Code CLI (ENG-1)
+    # TOL-10: the store's URL (kept out of every agent's environment), if the host knows it
+    store_url: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         low, high = MAX_CONCURRENT_RANGE
@@ -156,7 +180,11 @@ class WorkerSettings:
             raise ValueError("store_outage_seconds must be 0 or more")
 
     def child_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The environment of a task's app-server."""
-        env = dict(os.environ if self.codex_env is None else self.codex_env)
+        """The environment of a task's agent process (TOL-10): this process's (or
+        `codex_env`), without anything that opens the store or acts as a task - the
+        variables of SECRET_ENV and any value holding the store's URL (`store_url`) -
+        then `extra` (what the route of the task's tools needs, if anything)."""
+        base = os.environ if self.codex_env is None else self.codex_env
+        env = {k: v for k, v in base.items() if not secret_variable(k, v, self.store_url)}
         env.update(extra or {})
         return env
