@@ -166,6 +166,12 @@ class PgChangeWaiter:
             self._recent.append((self._seq, task_id))
             self._cond.notify_all()
 
+    def wake(self) -> None:
+        """Wake every waiting thread once (as a change of every task would): the caller
+        re-reads. A worker host calls it when the set of tasks it watches grows, so a
+        wait begun before a new task's claim does not sleep through that task's cancel."""
+        self._record(None)
+
     def close(self) -> None:
         self._closed.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():

@@ -248,6 +248,10 @@ class WorkerHost:
         )
         if self._bg.spawn(run.run(), name=f"task {run.task_id}") is None:
             self.runs.pop(run.task_id, None)
+            return
+        wake = getattr(self.ports.waiter, "wake", None)
+        if callable(wake):  # the cancel watch's wait must include the new task (WRK-5)
+            wake()
 
     def _idle(self) -> bool:
         """No queued or running task is left - a queued task whose creator is over quota

@@ -66,6 +66,21 @@ def test_wakes_when_a_target_changes_status_by_any_writer(store: Any, dsn: str) 
     assert (waiter.early_wakeups, waiter.full_waits) == (1, 0)
 
 
+@pytest.mark.rule("WRK-5")
+def test_wake_ends_every_wait_once_so_a_new_target_is_watched(store: Any, dsn: str) -> None:
+    """The worker host's cancel watch waits on the tasks it runs; a task claimed during
+    that wait was not among the targets, and its cancel went unnoticed until the wait's
+    bound (the 0.4-0.9 s cancels of issue 40). `wake()` ends the wait at once."""
+    waiter = store.change_waiter()
+    waiting = in_thread(lambda: waiter.wait_for_change(["t-old"], LONG))
+    time.sleep(0.2)  # let the wait begin (ordering only: nothing here is timed)
+    assert waiting.is_alive()
+    waiter.wake()
+    waiting.join(LONG + 10)
+    assert not waiting.is_alive()
+    assert (waiter.early_wakeups, waiter.full_waits) == (1, 0)
+
+
 def test_other_tasks_and_other_schemas_do_not_wake_it(store: Any, dsn: str) -> None:
     elsewhere = throwaway_store(World(tasks=(Task(id="t1", project_id="p"),)))
     try:
