@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from markertools_adapters.errors import (
+        BadDatabaseUrl,
         MarkertoolsError,
         StoreError,
         StoreUnavailable,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "connect": "markertools_adapters.opener",
     "Store": "markertools_adapters.wiring",
+    "BadDatabaseUrl": "markertools_adapters.errors",
     "MarkertoolsError": "markertools_adapters.errors",
     "StoreError": "markertools_adapters.errors",
     "StoreUnavailable": "markertools_adapters.errors",
@@ -41,6 +43,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "BadDatabaseUrl",
     "MarkertoolsError",
     "Store",
     "StoreError",
