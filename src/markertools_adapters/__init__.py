@@ -9,8 +9,8 @@ Must never: import a store, a driver or the CLI at import time.
     import markertools_adapters
 
     with markertools_adapters.connect("sqlite:///worker.db", executor="local") as store:
-        task = store.claim_next_task("shop", host="worker-1")
-        ...  # deliver_turn(..., ports=store.ports), then store.finish_turn(...)
+        claim = store.claim_task("shop", "worker-1", now=time.time(), lease_seconds=60)
+        ...  # deliver_turn(..., ports=store.ports, claim=claim), store.finish_turn(..., claim=claim)
 
 The core (`markertools`) may not import the adapters, so the opener lives here rather
 than as `markertools.open`.
