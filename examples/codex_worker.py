@@ -1,28 +1,35 @@
-"""Example worker: drive `codex app-server`, deliver every completed turn through markertools.
+"""Example worker: claim a task, drive `codex app-server` on it, deliver every completed turn
+through markertools.
 
 What it shows (no glue code between Codex and markertools beyond this file):
 
-1. launch the app-server (any argv; the real one is `codex app-server`) and speak its
+1. claim the project's next queued task with a lease (`claim_task(..., now=,
+   lease_seconds=)`), after requeueing the tasks of hosts that died (`expired_leases`,
+   `requeue_expired`); its first input is `claim_inputs` (a delivery a crash cut off is
+   finished first, then the first-turn prompt);
+2. launch the app-server (any argv; the real one is `codex app-server`) and speak its
    JSON-RPC over stdio: `initialize` + `initialized`, `thread/start`, then `turn/start`;
-2. feed every line the server writes to `AppServerTurnReader`, which yields one
+3. feed every line the server writes to `AppServerTurnReader`, which yields one
    `CodexTurn` per `turn/completed` (the agent text of the turn + how it ended);
-3. `deliver_turn(turn.text, outcome=turn.delivery_outcome, turn_id=turn.turn_id, ...)`
-   with the SQLite adapter (only a completed turn executes anything, TRN-3; Codex's own
-   turn id makes a redelivery after a crash apply each block once, TRN-9);
-4. send what the task's follow-up queue hands out (`take_followups`: the report, then
-   any "/goal ..." follow-up) as the next `turn/start` input - the queue is the only
-   channel, never `report.queued_followups` directly, so a later claim of the task
-   (after a task-retry, say) is never handed a report the agent already saw;
-5. stop after `max_turns` (the last report stays queued: the task's next claim hands it
-   over), when a turn is not delivered, when a turn had no marker block (the agent asked
-   for nothing more; nothing was queued), on a timeout, or when the server exits.
+4. `deliver_turn(turn.text, outcome=turn.delivery_outcome, turn_id=turn.turn_id,
+   claim=claim, ...)` (only a completed turn executes anything, TRN-3; Codex's own turn
+   id makes a redelivery after a crash apply each block once, TRN-9; the claim makes a
+   host that lost the task write nothing, FLT-1);
+5. send what the task's follow-up queue hands out (`take_followups(..., claim=claim)`: the
+   report, then any "/goal ..." follow-up) as the next `turn/start` input - the queue is
+   the only channel, never `report.queued_followups` directly - renewing the lease
+   before every turn;
+6. stop after `max_turns` (the task is requeued: its next claim hands over the last,
+   unsent report), when a turn is not delivered, when a turn had no marker block (the
+   agent asked for nothing more: the task completes), on a timeout, when the server
+   exits, or when the lease was lost - and finish the task's last turn (`finish_turn`,
+   fenced by the claim).
 
 Server -> client requests (command / file-change approvals) are declined; other server
 requests get a JSON-RPC "method not found" error. Run it against a database made with
-`markertools world load WORLD.json --db world.db`:
+`markertools world load WORLD.json --db world.db` that has a queued task:
 
-    .venv/bin/python examples/codex_worker.py --db world.db --sender t1 \\
-        --prompt "Split the refactor into parts" -- codex app-server
+    .venv/bin/python examples/codex_worker.py --db world.db --project p1 -- codex app-server
 """
 
 from __future__ import annotations
@@ -41,11 +48,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from markertools import DeliveryReport, FollowupTaker, Ports, deliver_turn
-from markertools_adapters.clock import SystemClock, SystemRandom
+import markertools_adapters
+from markertools import Claim, DeliveryReport, FinishedTurn, LeaseLost, deliver_turn
 from markertools_adapters.codex import AppServerTurnReader, CodexTurn
-from markertools_adapters.executors import NoopExecutor
-from markertools_adapters.wiring import store_ports
+from markertools_adapters.first_turn import claim_inputs
 
 CLIENT_INFO = {
     "name": "markertools_worker",
@@ -55,20 +61,25 @@ CLIENT_INFO = {
 APPROVAL_METHODS = frozenset(
     {"item/commandExecution/requestApproval", "item/fileChange/requestApproval"}
 )
+LEASE_SECONDS = 300.0  # renewed before every turn; a turn may take longer: renew meanwhile
 
 
-def open_store(db: str) -> Any:
-    """The storage every port uses. Switching storage is this one function: SQLite (the
-    embedded default); `markertools_adapters.memory.MemoryStore.from_world(world)` works the
-    same way for tests."""
-    from markertools_adapters.sqlite import open_store as open_sqlite
-
-    return open_sqlite(db)
+def open_store(db: str) -> markertools_adapters.Store:
+    """The store, carrying its ports: a SQLite path or URL, `postgresql://...` (a fleet of
+    these workers on one database) or `memory:`. executor: what a task-cancel block stops;
+    this example runs no task processes of its own."""
+    return markertools_adapters.connect(db, executor="noop", must_exist=db != "memory:")
 
 
-def make_ports(store: Any) -> Ports:
-    # executor: what a task-cancel block stops; this example runs no task processes
-    return store_ports(store, clock=SystemClock(), random=SystemRandom(), executor=NoopExecutor())
+def claim_next(store: markertools_adapters.Store, project: str, host: str) -> Claim | None:
+    """Requeue the tasks of hosts that died (their lease expired), then claim the
+    project's next queued task with a lease."""
+    now = time.time()
+    for lease in store.expired_leases(now, project):
+        store.requeue_expired(
+            lease.task_id, lease.host, now, affinity_seconds=300, reason=f"{lease.host} died"
+        )
+    return store.claim_task(project, host, now=now, lease_seconds=LEASE_SECONDS)
 
 
 class AppServerExited(Exception):
@@ -203,27 +214,30 @@ class WorkerResult:
     reports: list[DeliveryReport] = field(default_factory=list)
     inputs: list[list[str]] = field(default_factory=list)  # texts sent with each turn/start
     # why the loop ended: max_turns | child_exited | not_delivered | no_blocks |
-    # nothing_queued | timeout | "error: ..." (a request refused or a malformed answer)
+    # nothing_queued | timeout | lease_lost | "error: ..." (a request refused or a
+    # malformed answer)
     stopped: str = ""
     exit_code: int | None = None
+    finished: FinishedTurn | None = None  # the task's last turn, finished (None: lease lost)
 
 
 def run_worker(
     argv: Sequence[str],
     *,
-    ports: Ports,
-    followups: FollowupTaker,
-    sender: str,
-    prompt: str,
+    store: markertools_adapters.Store,
+    claim: Claim,
+    inputs: Sequence[str],
     max_turns: int = 10,
     turn_timeout: float = 1800.0,
     request_timeout: float = 60.0,
     locale: str = "en",
     thread_params: dict[str, Any] | None = None,
 ) -> WorkerResult:
-    """Drive one app-server thread as task `sender` for at most `max_turns` turns; each
-    next input is what `followups.take_followups(sender)` hands out (the store)."""
+    """Drive one app-server thread as the claimed task for at most `max_turns` turns: the
+    first input is `inputs`, each next one what `store.take_followups` hands out. Every
+    write carries the claim; the task's last turn is finished at the end."""
     result = WorkerResult()
+    sender, host = claim.task.id, claim.task.host or ""
     client = AppServerClient(argv)
     try:
         client.request("initialize", {"clientInfo": CLIENT_INFO}, request_timeout)
@@ -231,18 +245,24 @@ def run_worker(
         started = client.request("thread/start", thread_params or {}, request_timeout)
         thread_id = str(started["thread"]["id"])
         for number in range(max_turns):
+            now = time.time()
+            if sender not in store.renew_leases(
+                host, [claim], lease_seconds=LEASE_SECONDS, now=now
+            ):
+                result.stopped = "lease_lost"  # requeued or cancelled meanwhile: stop
+                break
             if number == 0:
-                inputs = [prompt]
+                sent = list(inputs)
             else:  # taken only when it is sent: what is not sent stays queued for later
                 # the queue is the only channel: the report, then any "/goal ..." (GOA-2)
-                inputs = list(followups.take_followups(sender))
-                if not inputs:
+                sent = list(store.take_followups(sender, claim=claim))
+                if not sent:
                     result.stopped = "nothing_queued"  # e.g. the report could not be queued
                     break
-            result.inputs.append(inputs)
+            result.inputs.append(sent)
             response = client.request(
                 "turn/start",
-                {"threadId": thread_id, "input": [{"type": "text", "text": t} for t in inputs]},
+                {"threadId": thread_id, "input": [{"type": "text", "text": t} for t in sent]},
                 request_timeout,
             )
             turn = client.wait_turn(thread_id, str(response["turn"]["id"]), turn_timeout)
@@ -254,9 +274,10 @@ def run_worker(
                 turn.text,
                 sender=sender,
                 outcome=turn.delivery_outcome,
-                ports=ports,
+                ports=store.ports,
                 locale=locale,
                 turn_id=turn.turn_id,  # Codex's id: unique, so unique per sender task
+                claim=claim,  # a host that lost the task writes nothing (LeaseLost)
             )
             result.reports.append(report)
             if not report.delivered:
@@ -269,11 +290,47 @@ def run_worker(
             result.stopped = "max_turns"
     except AppServerExited:
         result.stopped = "child_exited"
+    except LeaseLost:
+        result.stopped = "lease_lost"  # another worker runs the task now: write nothing
     except (AppServerError, TimeoutError, KeyError, TypeError) as exc:
         result.stopped = f"error: {exc}"  # a refused request or a malformed response
     finally:
         result.exit_code = client.close()
+    if result.stopped != "lease_lost":
+        result.finished = finish(store, claim, result)
     return result
+
+
+def finish(
+    store: markertools_adapters.Store, claim: Claim, result: WorkerResult
+) -> FinishedTurn | None:
+    """The end of the attempt, in one `finish_turn` under the claim: a turn that asked for
+    nothing more completes the task; at max_turns it is queued again (its next claim
+    hands over the unsent report); a turn that was not delivered ends it as the turn
+    ended; a server that went away, a timeout or an error fails it. None when the claim
+    was lost meanwhile (another worker runs the task)."""
+    last = result.turns[-1] if result.turns else None
+    turn_id = last.turn_id if last is not None else f"attempt-{claim.epoch}"
+    text = last.text if last is not None else None
+    if result.stopped in ("no_blocks", "nothing_queued", "max_turns") and last is not None:
+        outcome, error = "completed", None
+    elif result.stopped == "not_delivered" and last is not None:
+        outcome, error = last.delivery_outcome, last.error
+    else:
+        outcome, error = "failed", f"codex_worker stopped: {result.stopped}"
+    try:
+        return store.finish_turn(
+            claim.task.id,
+            turn_id,
+            outcome=outcome,
+            result_text=text,
+            error_text=error,
+            requeue=result.stopped == "max_turns",
+            claim=claim,
+        )
+    except LeaseLost:
+        result.stopped = "lease_lost"
+        return None
 
 
 INSTALL_HINT = (
@@ -293,9 +350,9 @@ def missing_program(command: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", required=True, help="SQLite database (markertools world load)")
-    parser.add_argument("--sender", required=True, help="the task id this Codex thread works as")
-    parser.add_argument("--prompt", required=True, help="the first turn's input")
+    parser.add_argument("--db", required=True, help="the database (markertools world load)")
+    parser.add_argument("--project", required=True, help="the project whose task to claim")
+    parser.add_argument("--host", default="codex-worker", help="this worker's host name")
     parser.add_argument("--max-turns", type=int, default=10)
     parser.add_argument("--locale", default="en", choices=["en", "zh"])
     parser.add_argument(
@@ -310,22 +367,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing is not None:
         sys.stderr.write(missing + "\n")
         return 2
-    store = open_store(args.db)
-    result = run_worker(
-        command,
-        ports=make_ports(store),
-        followups=store,
-        sender=args.sender,
-        prompt=args.prompt,
-        max_turns=args.max_turns,
-        locale=args.locale,
-    )
+    with open_store(args.db) as store:
+        claim = claim_next(store, args.project, args.host)
+        if claim is None:
+            print(f"nothing queued in project {args.project}")
+            return 0
+        print(f"claimed {claim.task.id} ({claim.start})")
+        result = run_worker(
+            command,
+            store=store,
+            claim=claim,
+            inputs=claim_inputs(claim, store, locale=args.locale),
+            max_turns=args.max_turns,
+            locale=args.locale,
+        )
     for turn, report in zip(result.turns, result.reports, strict=False):
         print(
             f"turn {turn.turn_id}: {turn.status}, delivered={report.delivered}, "
             f"{len(report.entries)} block(s)"
         )
     print(f"stopped: {result.stopped} (app-server exit code {result.exit_code})")
+    if result.finished is not None:
+        print(f"{claim.task.id}: {result.finished.status}")
     return 0
 
 

@@ -1,10 +1,13 @@
-"""Docs that run (issue 27): every fenced code block of README.md and docs/*.md that is a
-complete program runs here, as a reader would run it, and fails the suite on any error.
+"""Docs that run (issues 27 and 35): every Python block of README.md and docs/*.md is a
+complete program and runs here, as a reader would run it, failing the suite on any error.
 
-The convention (docs/qa.md "Code blocks in the docs"): a ```python block's info string
-says what it is - `python {run}` a complete program, `python {fragment}` a piece of one
-(names it uses come from the text around it). Every python block carries one of the two;
-an unmarked one fails `test_every_python_block_says_whether_it_runs`. A `sh {run}` block is
+The convention (docs/qa.md "Code blocks in the docs"): a ```python block is marked
+`python {run}` and is a complete program - its imports and the setup it needs (an
+in-memory or a throwaway SQLite store, `DATABASE_URL` for PostgreSQL). There are no
+fragments: a `python {fragment}` block, or an unmarked one, fails
+`test_every_python_block_is_a_program_that_runs`, so no snippet can rot unnoticed. A
+program that is also an example file is quoted exactly (tests/test_simple_worker.py,
+tests/test_examples_docs.py). A `sh {run}` block is
 a shell recipe run with bash from the repository root, `.venv/bin/` meaning this
 interpreter's directory, `$(scripts/install_codex.sh)` the pinned Codex binary and
 `/tmp/` a fresh directory. Other blocks (JSON shapes, command lines, text) are not
@@ -29,7 +32,6 @@ from support.paths import REPO
 
 DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
 OPEN = re.compile(r"^(?P<indent> {0,12})(?P<fence>`{3,})(?P<info>[^`\n]*)$")
-MARKS = ("{run}", "{fragment}")
 
 
 class Block:
@@ -71,10 +73,24 @@ PYTHON = [b for b in ALL if b.language == "python"]
 RUN = [b for b in ALL if b.run]
 
 
-def test_every_python_block_says_whether_it_runs() -> None:
-    unmarked = [b.where for b in PYTHON if b.run == b.fragment]
-    assert unmarked == [], f"mark each python block {{run}} or {{fragment}}: {unmarked}"
-    assert len([b for b in PYTHON if b.run]) >= 8  # the docs' programs, not only fragments
+def test_every_python_block_is_a_program_that_runs() -> None:
+    """Issue 35: no python block is a fragment - each is a `{run}` program."""
+    fragments = [b.where for b in PYTHON if b.fragment]
+    assert fragments == [], (
+        f"make each python block a complete program marked {{run}} (imports and setup"
+        f" included; docs/qa.md 'Code blocks in the docs'): {fragments}"
+    )
+    unmarked = [b.where for b in PYTHON if not b.run]
+    assert unmarked == [], f"mark each python block {{run}}: {unmarked}"
+    assert len(PYTHON) >= 27  # the docs' programs: none was lost to a parsing slip
+
+
+def test_the_block_parser_sees_a_fragment(tmp_path: Path) -> None:
+    """The refusal above can fire: a `{fragment}` block is found as one."""
+    page = tmp_path / "page.md"
+    page.write_text("text\n\n```python {fragment}\nreport = deliver_turn(text)\n```\n")
+    (block,) = blocks(page)
+    assert (block.language, block.fragment, block.run) == ("python", True, False)
 
 
 def test_only_python_and_sh_blocks_are_run() -> None:

@@ -9,8 +9,8 @@ Must never: import a store, a driver or the CLI at import time.
     import markertools_adapters
 
     with markertools_adapters.connect("sqlite:///worker.db", executor="local") as store:
-        task = store.claim_next_task("shop", host="worker-1")
-        ...  # deliver_turn(..., ports=store.ports), then store.finish_turn(...)
+        claim = store.claim_task("shop", "worker-1", now=time.time(), lease_seconds=60)
+        ...  # deliver_turn(..., ports=store.ports, claim=claim), store.finish_turn(..., claim=claim)
 
 The core (`markertools`) may not import the adapters, so the opener lives here rather
 than as `markertools.open`.
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from markertools_adapters.errors import (
+        BadDatabaseUrl,
         MarkertoolsError,
         StoreError,
         StoreUnavailable,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "connect": "markertools_adapters.opener",
     "Store": "markertools_adapters.wiring",
+    "BadDatabaseUrl": "markertools_adapters.errors",
     "MarkertoolsError": "markertools_adapters.errors",
     "StoreError": "markertools_adapters.errors",
     "StoreUnavailable": "markertools_adapters.errors",
@@ -41,6 +43,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "BadDatabaseUrl",
     "MarkertoolsError",
     "Store",
     "StoreError",

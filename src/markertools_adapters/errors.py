@@ -1,7 +1,8 @@
-# Owns: the root of every exception markertools_adapters raises on purpose
-# (`MarkertoolsError`) and the family bases several modules share (`StoreError`,
-# `StoreUnavailable`, `CodexError`), after httpx's `_exceptions.py`: one place that shows
-# the whole tree, so a worker can catch all of the library's errors, or one family.
+# Owns: the adapters' view of the one exception tree (FLT-8): the root
+# (`MarkertoolsError`, defined in the core and re-exported here), the family bases several
+# modules share (`StoreError`, `StoreUnavailable`, `BadDatabaseUrl`, `CodexError`) and the
+# one allow-list of private exceptions, after httpx's `_exceptions.py`: one place that
+# shows the whole tree, so a worker can catch all of the library's errors, or one family.
 #
 # Must never: import another module of markertools_adapters (every adapter imports this
 # one; the leaves live with the code that raises them and only name their family here);
@@ -9,25 +10,34 @@
 # to an existing exception changes nothing but isinstance).
 #
 # Invariants:
-#   Rule 1: every exception class defined under src/markertools_adapters derives from
-#           MarkertoolsError, except the private ones of ALLOWED_OUTSIDE_THE_ROOT
-#           (tests/adapters/test_errors.py walks the modules and checks it).
+#   Rule 1: every exception class defined under src/markertools and
+#           src/markertools_adapters derives from MarkertoolsError, except the private
+#           ones of ALLOWED_OUTSIDE_THE_ROOT (tests/adapters/test_errors.py walks the
+#           modules of both packages and checks it).
 #   Rule 2: re-parenting keeps the old bases (RequestTimeout is still a TimeoutError,
-#           MissingExtra still an ImportError, WorldFileError still a ValueError), so
-#           the `except` clauses written against them keep catching the same errors.
-"""The exception tree of `markertools_adapters` (docs/errors.md).
+#           MissingExtra still an ImportError, WorldFileError, NotJson, BadDatabaseUrl
+#           still a ValueError, NoExecutor a TypeError), so the `except` clauses written
+#           against them keep catching the same errors.
+"""The exception tree of markertools and `markertools_adapters` (docs/errors.md).
 
-Catch `MarkertoolsError` for everything the adapters raise on purpose, or one family.
-Every class keeps the standard base it had before the tree existed (shown after `|`),
-so `except TimeoutError` or `except ValueError` still catches what it caught::
+Catch `MarkertoolsError` (`markertools.MarkertoolsError`, the same class as
+`markertools_adapters.MarkertoolsError`) for everything the library and its adapters
+raise on purpose, or one family. Every class keeps the standard base it had before the
+tree existed (shown after `|`), so `except TimeoutError` or `except ValueError` still
+catches what it caught. Only `StoreUnavailable` is worth a retry::
 
-    MarkertoolsError                       root (an Exception)
-    ├── StoreError                         a task store (SQLite, PostgreSQL) cannot serve
+    MarkertoolsError                       root (an Exception): markertools.MarkertoolsError
+    ├── StoreError                         a task store (SQLite, PostgreSQL) cannot serve; no retry cures it
     │   ├── SchemaError                    _sql (re-exported by sqlite, postgres): the
     │   │   │                              database's schema cannot be used by this version
     │   │   └── SchemaTooNew               written by a newer markertools
-    │   ├── StoreUnavailable               the database driver failed operationally
-    │   └── UnknownTask                    | LookupError: a write names a task the store lacks
+    │   ├── StoreUnavailable               RETRYABLE: the database is away or busy now
+    │   ├── UnknownTask                    | LookupError: a write names a task the store lacks
+    │   ├── BadDatabaseUrl                 | ValueError   connect: not a URL form markertools opens
+    │   ├── DatabaseNotFound               | FileNotFoundError  stores: must_exist, no such file
+    │   └── NotAMarkertoolsDatabase        | ValueError   stores: must_exist, not a markertools one
+    ├── NoExecutor                         | TypeError    wiring: connect / store_ports without executor
+    ├── UnknownExecutor                    | ValueError   executors: not noop, local or docker
     ├── PlanStoreError                     planstore: the orchestration run journal
     │   ├── RunExists
     │   ├── RunNotFound
@@ -55,12 +65,20 @@ so `except TimeoutError` or `except ValueError` still catches what it caught::
     ├── NotLoopback                        | ValueError   tools: `--http` names no loopback address
     ├── OutageTooLong                      a store stayed unavailable past --store-outage-seconds
     ├── UsageFailure                       cli: a usage error or unreadable input (exit 2)
-    └── NotResumable                       cli: `dots run --resume` names no unfinished run
+    ├── NotResumable                       cli: `dots run --resume` names no unfinished run
+    │   the core (`markertools`, importable from it):
+    ├── LeaseLost                          a write's claim no longer holds its task (FLT-1)
+    ├── TurnIdReused                       | ValueError   a turn id delivered again with other input (FLT-6)
+    ├── TurnFinishedDifferently            | ValueError   a finished turn id with another outcome (FLT-6)
+    ├── CallIdReused                       | ValueError   a tool call id with other arguments (FLT-6)
+    ├── AutomationNameTaken                a store refused a taken automation name (AUT-3)
+    ├── TaskTokenRefused                   | ValueError   no token for a task not running (TOL-3)
+    ├── UnknownKindError                   | ValueError   render_guide: not a marker kind
+    ├── NotJson                            | ValueError   markertools.plans: not a JSON document
+    └── ScheduleError                      | ValueError   markertools.plans: inconsistent roles
 
-The core (`markertools`) raises few exceptions, all standard ones: `ValueError` for a
-value it refuses (`deliver_turn`, TRN-10; `UnknownKindError`, `NotJson`,
-`ScheduleError`) and `AutomationNameTaken`, which a store raises through the
-`AutomationStore` port. They are not under this root: the core imports no adapter.
+The core still raises a plain `ValueError` for an argument it refuses (`deliver_turn`,
+TRN-10), and `deliver_turn` never raises for anything a block contains (TRN-8).
 """
 
 from __future__ import annotations
@@ -89,6 +107,13 @@ class StoreUnavailable(StoreError):
     StoreError: no retry cures them (TRN-8)."""
 
 
+class BadDatabaseUrl(StoreError, ValueError):
+    """What names the database is not a form markertools opens (FLT-8): an unknown URL
+    scheme (`mysql://...`), a SQLite URL without its three slashes, an empty name, a
+    PostgreSQL connection string libpq refuses. One line naming the URL (password
+    hidden) and the forms accepted; no retry cures it. Also a ValueError, as before."""
+
+
 class UnknownTask(StoreError, LookupError):
     """A write names a task the store does not hold (`record_cost`, `finish_turn`):
     refused, nothing written. `task_id` is the id asked for."""
@@ -103,9 +128,11 @@ class CodexError(MarkertoolsError):
 
 
 # Rule 1: the exception classes that stay outside the tree, each private to one module
-# (raised and caught there, never seen by a caller).
+# of the core or the adapters (raised and caught there, never seen by a caller).
 ALLOWED_OUTSIDE_THE_ROOT: Final[frozenset[str]] = frozenset(
     {
+        "markertools.parse.jsonstrict._Refuse",  # the strict JSON reader's early exit
+        "markertools.parse.validate._Skip",  # one field's refusal inside the validator
         "markertools_adapters.world._Bad",
         "markertools_adapters.codex._appserver._Shape",
         "markertools_adapters.codex._rollout._Shape",
@@ -116,6 +143,7 @@ ALLOWED_OUTSIDE_THE_ROOT: Final[frozenset[str]] = frozenset(
 )
 
 __all__ = [
+    "BadDatabaseUrl",
     "CodexError",
     "MarkertoolsError",
     "StoreError",

@@ -49,6 +49,7 @@ __all__ = [
     "LocalProcessExecutor",
     "NoopExecutor",
     "PgidRegistry",
+    "UnknownExecutor",
     "default_state_dir",
     "make_executor",
 ]
@@ -58,6 +59,11 @@ EXECUTOR_NAMES: Final[tuple[str, ...]] = ("noop", "local", "docker")
 
 class ExecutorUnavailable(RuntimeError, MarkertoolsError):
     """No backend is configured for the task's executor kind (Rule 2)."""
+
+
+class UnknownExecutor(MarkertoolsError, ValueError):
+    """`make_executor` (and `connect(executor=...)`) was given a name that is not one of
+    EXECUTOR_NAMES. Also a ValueError, as before (FLT-8)."""
 
 
 class NoopExecutor:
@@ -237,6 +243,8 @@ def make_executor(
     - `local`: local tasks' process groups, found in the registry under `state_dir`
       (default: default_state_dir()); tasks on other executors raise (not signalled);
     - `docker`: docker tasks' containers through the docker CLI; others raise.
+
+    Another name raises UnknownExecutor (a ValueError) listing the three.
     """
     if name == "noop":
         return NoopExecutor()
@@ -246,4 +254,4 @@ def make_executor(
         )
     if name == "docker":
         return DispatchingExecutor(docker=DockerExecutor(docker))
-    raise ValueError(f"unknown executor {name!r}; expected one of {', '.join(EXECUTOR_NAMES)}")
+    raise UnknownExecutor(f"unknown executor {name!r}; expected one of {', '.join(EXECUTOR_NAMES)}")

@@ -5,9 +5,9 @@
 #
 # Must never: import an adapter the URL does not name (psycopg and sqlite-utils are
 # extras: a missing one is MissingExtra naming it); guess a store from an unknown URL
-# scheme (`mysql://` is a ValueError listing the forms, never a SQLite file of that
+# scheme (`mysql://` is BadDatabaseUrl listing the forms, never a SQLite file of that
 # name); show a password (errors name the URL through `stores.redact`); choose an
-# executor silently (it is a required keyword, as for `store_ports`).
+# executor silently (it is required, as for `store_ports`: NoExecutor without it).
 #
 # Invariants:
 #   Rule 1: the store is opened exactly as its own `open_store` would (created when
@@ -15,6 +15,10 @@
 #           opened there are interchangeable.
 #   Rule 2: what the store raises while opening is its own error (TRN-8: StoreUnavailable,
 #           SchemaError, ...); the store is closed again when building the ports fails.
+#   Rule 3 (FLT-8): every refusal here is a MarkertoolsError with one line of reason -
+#           BadDatabaseUrl (also a ValueError), UnknownExecutor (ValueError), NoExecutor
+#           (TypeError), DatabaseNotFound (FileNotFoundError), NotAMarkertoolsDatabase
+#           (ValueError) - so `except MarkertoolsError` around `connect` catches them.
 from __future__ import annotations
 
 import re
@@ -24,8 +28,9 @@ from typing import Final, Literal
 
 from markertools import ChangeWaiter, Clock, RandomSource, TaskExecutor, TaskFiles
 from markertools_adapters._carries import CarriesPorts, attach_ports
+from markertools_adapters.errors import BadDatabaseUrl
 from markertools_adapters.stores import missing_extra, redact
-from markertools_adapters.wiring import Store, store_ports
+from markertools_adapters.wiring import NoExecutor, Store, executor_missing, store_ports
 
 ExecutorName = Literal["noop", "local", "docker"]
 URL_FORMS: Final[str] = (
@@ -47,7 +52,7 @@ def database_kind(url: str | PathLike[str]) -> tuple[Literal["memory", "sqlite",
     postgresql:// or postgres:// URL -> ("postgres", the URL); "sqlite:///PATH" ->
     ("sqlite", PATH) (four slashes: an absolute path; "sqlite://" or
     "sqlite:///:memory:" -> ":memory:"); any other text or path -> ("sqlite", it).
-    ValueError for another scheme or an empty name."""
+    BadDatabaseUrl (also a ValueError) for another scheme or an empty name."""
     if not isinstance(url, str):
         return "sqlite", fspath(url)
     if url == "memory:":
@@ -55,7 +60,7 @@ def database_kind(url: str | PathLike[str]) -> tuple[Literal["memory", "sqlite",
     match = _SCHEME.match(url)
     if match is None:
         if not url.strip():
-            raise ValueError(f"no database named; expected {URL_FORMS}")
+            raise BadDatabaseUrl(f"no database named; expected {URL_FORMS}")
         return "sqlite", url
     scheme = match.group(1).lower()
     if scheme in _POSTGRES:
@@ -65,18 +70,20 @@ def database_kind(url: str | PathLike[str]) -> tuple[Literal["memory", "sqlite",
         if path in ("", "/:memory:", ":memory:"):
             return "sqlite", ":memory:"
         if not path.startswith("/"):
-            raise ValueError(
+            raise BadDatabaseUrl(
                 f"{shown(url)}: a SQLite URL names a path after three slashes "
                 "(sqlite:///relative.db, sqlite:////absolute.db)"
             )
         return "sqlite", path[1:]
-    raise ValueError(f"{shown(url)}: unknown database URL scheme {scheme!r}; expected {URL_FORMS}")
+    raise BadDatabaseUrl(
+        f"{shown(url)}: unknown database URL scheme {scheme!r}; expected {URL_FORMS}"
+    )
 
 
 def connect(
     url: str | PathLike[str],
     *,
-    executor: TaskExecutor | ExecutorName,
+    executor: TaskExecutor | ExecutorName | None = None,
     clock: Clock | None = None,
     random: RandomSource | None = None,
     files: TaskFiles | None = None,
@@ -95,20 +102,25 @@ def connect(
     - `executor`: what kills a cancelled task's processes (CTL-2) - a TaskExecutor, or
       the CLI's names: "local" (process groups started through LocalProcessExecutor),
       "docker", "noop" (nothing is signalled; the report says so). Required: there is
-      no silent default.
+      no silent default (left out or None: NoExecutor, a TypeError, says what to pass).
     - `clock`, `random`: SystemClock() and SystemRandom() unless given.
     - `files`: the task-files reader (None: task-files is refused with the reason).
     - `waiter`: "listen" (the default) wakes polls and waits early through PostgreSQL's
       LISTEN/NOTIFY, and means none for the other stores; or a ChangeWaiter, or None.
     - `must_exist`: refuse a database that is not already a markertools one instead of
-      creating it (SQLite: FileNotFoundError / ValueError; PostgreSQL: SchemaError).
+      creating it (SQLite: DatabaseNotFound / NotAMarkertoolsDatabase; PostgreSQL:
+      SchemaError, or a StoreError naming a database that does not exist).
 
-    Close it with `store.close()` or `with connect(...) as store:`. Raises ValueError for
-    an unknown URL form, MissingExtra when the store's extra is not installed, and the
-    store's own errors (docs/errors.md: StoreUnavailable, SchemaError, SchemaTooNew)."""
+    Close it with `store.close()` or `with connect(...) as store:`. Every refusal is a
+    MarkertoolsError (Rule 3, docs/errors.md): BadDatabaseUrl for an unknown URL form,
+    UnknownExecutor / NoExecutor for the executor, MissingExtra when the store's extra is
+    not installed, and the store's own errors (StoreError; StoreUnavailable only for what
+    a retry can cure; SchemaError, SchemaTooNew)."""
     from markertools_adapters.clock import SystemClock, SystemRandom
 
     kind, target = database_kind(url)
+    if executor is None:
+        raise executor_missing("connect")
     if isinstance(executor, str):
         from markertools_adapters.executors import make_executor
 
@@ -179,4 +191,4 @@ def _carries(store: Store) -> CarriesPorts:  # every bundled store does (wiring.
     return store
 
 
-__all__ = ["URL_FORMS", "ExecutorName", "connect", "database_kind"]
+__all__ = ["URL_FORMS", "BadDatabaseUrl", "ExecutorName", "NoExecutor", "connect", "database_kind"]

@@ -10,7 +10,9 @@
 #   Rule 2: `create_db_from_world` never changes an existing database: SQLite refuses an
 #           existing path, PostgreSQL refuses a schema that already holds records.
 #   Rule 3: opening with `must_exist` never creates or migrates anything in a file that
-#           is not already a markertools database (an empty file stays empty).
+#           is not already a markertools database (an empty file stays empty); the
+#           refusal is DatabaseNotFound or NotAMarkertoolsDatabase, StoreErrors no retry
+#           cures (FLT-8).
 #   Rule 4: a store whose optional dependencies are not installed raises MissingExtra,
 #           whose message names the extra to install (`pip install 'markertools[postgres]'`).
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from markertools_adapters._urls import is_postgres_url as is_postgres_url
-from markertools_adapters.errors import MarkertoolsError
+from markertools_adapters.errors import MarkertoolsError, StoreError, StoreUnavailable
 
 # extra -> the top-level modules it provides (a missing one of these is an install problem)
 EXTRA_MODULES: Final[dict[str, frozenset[str]]] = {
@@ -43,6 +45,17 @@ class MissingExtra(ImportError, MarkertoolsError):
         self.install = f"pip install 'markertools[{extra}]'"
         because = f" ({missing} is not installed)" if missing else ""
         super().__init__(f"{what} needs the '{extra}' extra{because}: {self.install}", name=missing)
+
+
+class DatabaseNotFound(StoreError, FileNotFoundError):
+    """Rule 3: `must_exist` and no database file at the path (or a directory there).
+    A StoreError no retry cures; also a FileNotFoundError, as before (FLT-8)."""
+
+
+class NotAMarkertoolsDatabase(StoreError, ValueError):
+    """Rule 3: `must_exist` and the file is not a markertools database (empty, no tables,
+    other tables, or not SQLite at all); nothing was written to it. A StoreError no
+    retry cures; also a ValueError, as before (FLT-8)."""
 
 
 def missing_extra(exc: ImportError, extra: str, what: str) -> ImportError:
@@ -99,29 +112,41 @@ def open_db(url_or_path: str | Path, *, must_exist: bool = False) -> Any:
 
 def require_markertools_sqlite(path: Path) -> None:
     """Rule 3: `must_exist` never turns a file into a database. A missing path or a
-    directory is FileNotFoundError; SQLite treats an empty file (or a database without
-    tables) as a new database that opening would migrate, so such a file is a ValueError,
+    directory is DatabaseNotFound (a FileNotFoundError); SQLite treats an empty file (or
+    a database without tables) as a new database that opening would migrate, so such a
+    file - or one that is not SQLite at all - is NotAMarkertoolsDatabase (a ValueError),
     refused WITHOUT writing to it (read-only look at its tables)."""
     import sqlite3
 
     if not path.is_file():
         what = "a directory, not a database file" if path.is_dir() else "no such database file"
-        raise FileNotFoundError(f"{path}: {what}")
+        raise DatabaseNotFound(f"{path}: {what}")
 
     if path.stat().st_size == 0:
-        raise ValueError("not a markertools database: the file is empty")
-    conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        raise NotAMarkertoolsDatabase("not a markertools database: the file is empty")
     try:
-        names = {
-            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
-    finally:
-        conn.close()
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            names = {
+                row[0]
+                for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:  # locked, unreadable: the store's own errors
+        from markertools_adapters.sqlite._conn import driver_detail, retryable
+
+        failure = StoreUnavailable if retryable(exc) else StoreError
+        raise failure(driver_detail(exc)) from exc
+    except sqlite3.DatabaseError as exc:  # "file is not a database"
+        raise NotAMarkertoolsDatabase(
+            f"not a markertools database: {type(exc).__name__}: {exc}"
+        ) from exc
     if "schema_version" not in names:
         if not names:
-            raise ValueError("not a markertools database: it has no tables")
+            raise NotAMarkertoolsDatabase("not a markertools database: it has no tables")
         shown = ", ".join(sorted(names)[:5])
-        raise ValueError(
+        raise NotAMarkertoolsDatabase(
             f"not a markertools database: it has tables ({shown}) but no schema_version"
         )
 

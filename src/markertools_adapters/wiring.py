@@ -9,9 +9,10 @@
 #   Rule 1: `StoragePorts` is exactly the intersection of the storage port Protocols of
 #           markertools.domain.ports, so mypy checks that a store passed here implements every
 #           one of them (tests/adapters/wiring/test_wiring_types.py keeps the list complete).
-#   Rule 2 (CTL-2): the executor is never chosen for the caller: `store_ports` has no
-#           default for it and refuses None, so a task-cancel never reports "done" while
-#           nothing was signalled unless the worker named NoopExecutor itself.
+#   Rule 2 (CTL-2): the executor is never chosen for the caller: `store_ports` (and
+#           `connect`) refuse a missing or None executor with NoExecutor (a
+#           MarkertoolsError and a TypeError, FLT-8), so a task-cancel never reports
+#           "done" while nothing was signalled unless the worker named NoopExecutor itself.
 from __future__ import annotations
 
 from types import TracebackType
@@ -44,6 +45,7 @@ from markertools import (
     TodoStore,
     TurnFinisher,
 )
+from markertools_adapters.errors import MarkertoolsError
 
 if TYPE_CHECKING:
     from markertools_adapters.world import World
@@ -159,6 +161,22 @@ NO_EXECUTOR: Final[str] = (
     " markertools_adapters.executors; pass NoopExecutor() to choose, knowingly, that a"
     " task-cancel changes the status and signals nothing"
 )
+NO_EXECUTOR_CONNECT: Final[str] = (
+    'connect needs executor=: what stops a cancelled task\'s processes (CTL-2) - "local"'
+    ' (process groups), "docker" (containers) or a TaskExecutor; pass "noop" to'
+    " choose, knowingly, that a task-cancel changes the status and signals nothing"
+)
+
+
+class NoExecutor(MarkertoolsError, TypeError):
+    """Rule 2: `store_ports` or `connect` was called without an executor (or with None):
+    refused before anything is opened or delivered. Also a TypeError, as before (FLT-8)."""
+
+
+def executor_missing(caller: str) -> NoExecutor:
+    """The NoExecutor `caller` ("store_ports" or "connect") raises, its text saying what
+    to pass."""
+    return NoExecutor(NO_EXECUTOR_CONNECT if caller == "connect" else NO_EXECUTOR)
 
 
 def store_ports(
@@ -166,7 +184,7 @@ def store_ports(
     *,
     clock: Clock,
     random: RandomSource,
-    executor: TaskExecutor,
+    executor: TaskExecutor | None = None,
     files: TaskFiles | None = None,
     waiter: ChangeWaiter | None = None,
     journal: DeliveryJournal | bool | None = True,
@@ -181,10 +199,10 @@ def store_ports(
     (every bundled store does, TRN-9); False or None: none; or a journal object.
 
     Raises:
-        TypeError: `executor` is None (or missing: Python's own TypeError).
+        NoExecutor: `executor` is missing or None (a MarkertoolsError and a TypeError).
     """
     if executor is None:
-        raise TypeError(NO_EXECUTOR)
+        raise executor_missing("store_ports")
     return Ports(
         tasks=store,
         todos=store,

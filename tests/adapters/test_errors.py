@@ -1,7 +1,8 @@
-"""One documented root for the adapters' exceptions (issue 25, part 4; issue 27 item 5):
-every exception class defined under src/markertools_adapters derives from
-`MarkertoolsError` (but a documented allow-list of private ones), keeps the standard base
-it had, sits in its family, and is named in the tree of errors.py and docs/errors.md."""
+"""One documented root for the library's exceptions (issue 25, part 4; issue 27 item 5;
+FLT-8): every exception class defined under src/markertools and src/markertools_adapters
+derives from `markertools.MarkertoolsError` (but a documented allow-list of private
+ones), keeps the standard base it had, sits in its family, and is named in the tree of
+errors.py and docs/errors.md."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import markertools
 import markertools_adapters
 from markertools_adapters import errors
 from markertools_adapters.errors import (
@@ -29,13 +31,18 @@ from markertools_adapters.errors import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def adapter_exceptions() -> dict[str, type[BaseException]]:
-    """Every exception class defined at module level anywhere in markertools_adapters,
-    by its dotted name (each module imported, so nothing is missed by a text search)."""
+def library_exceptions() -> dict[str, type[BaseException]]:
+    """Every exception class defined at module level anywhere in markertools (the core)
+    and markertools_adapters, by its dotted name (each module imported, so nothing is
+    missed by a text search)."""
     found: dict[str, type[BaseException]] = {}
-    modules = [markertools_adapters.__name__] + [
-        m.name
-        for m in pkgutil.walk_packages(markertools_adapters.__path__, "markertools_adapters.")
+    modules = [
+        name
+        for package in (markertools, markertools_adapters)
+        for name in [
+            package.__name__,
+            *(m.name for m in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")),
+        ]
     ]
     for name in modules:
         module = importlib.import_module(name)
@@ -49,9 +56,11 @@ def adapter_exceptions() -> dict[str, type[BaseException]]:
     return found
 
 
-def test_every_adapter_exception_derives_from_the_root() -> None:
-    found = adapter_exceptions()
-    assert len(found) >= 30  # the walk saw the whole package, not an empty corner
+@pytest.mark.rule("FLT-8")
+def test_every_exception_of_the_core_and_the_adapters_derives_from_the_root() -> None:
+    found = library_exceptions()
+    assert len(found) >= 45  # the walk saw both packages, not an empty corner
+    assert any(name.startswith("markertools.plans.") for name in found)  # the core too
     outside = {name for name, cls in found.items() if not issubclass(cls, MarkertoolsError)}
     assert sorted(outside - ALLOWED_OUTSIDE_THE_ROOT) == [], "derive them from MarkertoolsError"
     assert sorted(ALLOWED_OUTSIDE_THE_ROOT - outside) == []  # no stale allow-list entry
@@ -70,11 +79,44 @@ def test_every_adapter_exception_derives_from_the_root() -> None:
         ("markertools_adapters.world.MergeConflict", ValueError),
     ],
 )
+@pytest.mark.rule("FLT-8")
 def test_re_parenting_keeps_the_old_base(dotted: str, old_base: type[BaseException]) -> None:
     module, name = dotted.rsplit(".", 1)
     cls = getattr(importlib.import_module(module), name)
     assert issubclass(cls, old_base) and issubclass(cls, MarkertoolsError)
     assert cls.__mro__.index(old_base) < cls.__mro__.index(MarkertoolsError)
+
+
+@pytest.mark.rule("FLT-8")
+@pytest.mark.parametrize(
+    ("dotted", "old_base"),
+    [
+        ("markertools.TaskTokenRefused", ValueError),
+        ("markertools.UnknownKindError", ValueError),
+        ("markertools.TurnIdReused", ValueError),
+        ("markertools.TurnFinishedDifferently", ValueError),
+        ("markertools.CallIdReused", ValueError),
+        ("markertools.plans.NotJson", ValueError),
+        ("markertools.plans.ScheduleError", ValueError),
+        ("markertools.AutomationNameTaken", Exception),
+        ("markertools.LeaseLost", Exception),
+        ("markertools_adapters.BadDatabaseUrl", ValueError),
+        ("markertools_adapters.stores.DatabaseNotFound", FileNotFoundError),
+        ("markertools_adapters.stores.NotAMarkertoolsDatabase", ValueError),
+        ("markertools_adapters.executors.UnknownExecutor", ValueError),
+        ("markertools_adapters.wiring.NoExecutor", TypeError),
+    ],
+)
+def test_the_root_comes_first_and_the_old_base_second(
+    dotted: str, old_base: type[BaseException]
+) -> None:
+    """The core's classes (and the refusals of `connect` named for FLT-8) put the root
+    first and keep the standard base they had second."""
+    module, name = dotted.rsplit(".", 1)
+    cls = getattr(importlib.import_module(module), name)
+    assert issubclass(cls, markertools.MarkertoolsError) and issubclass(cls, old_base)
+    assert cls.__mro__.index(MarkertoolsError) < cls.__mro__.index(old_base)
+    assert markertools.MarkertoolsError is MarkertoolsError  # one root, two import paths
 
 
 def test_an_except_clause_written_against_an_old_base_still_catches() -> None:
@@ -150,16 +192,19 @@ def test_a_missing_run_and_a_bad_world_file_are_caught_by_the_root(tmp_path: Pat
         loads_world("{")
 
 
+@pytest.mark.rule("FLT-8")
 def test_the_tree_is_documented_in_errors_py_and_docs() -> None:
-    """Every class of the tree is named in errors.py's docstring tree and in
-    docs/errors.md, so the documentation cannot fall behind the code."""
+    """Every class of the tree - the core's and the adapters' - is named in errors.py's
+    docstring tree and in docs/errors.md, so the documentation cannot fall behind the
+    code."""
     doc = errors.__doc__ or ""
     page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
     names = {
         cls.__name__
-        for name, cls in adapter_exceptions().items()
+        for name, cls in library_exceptions().items()
         if name not in ALLOWED_OUTSIDE_THE_ROOT
     }
+    assert {"NotJson", "ScheduleError", "AutomationNameTaken", "TaskTokenRefused"} <= names
     assert sorted(n for n in names if not re.search(rf"\b{n}\b", doc)) == []
     assert sorted(n for n in names if not re.search(rf"\b{n}\b", page)) == []
     assert "docs/errors.md" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -203,6 +203,16 @@ def test_the_fleet_snapshot_is_the_worker_status_json(make_store: MakeStore) -> 
             }
         ],
         "held_by_quota": [],
+        # a's host stopped renewing: not a live host, but its task is still shown
+        "unleased": [
+            {
+                "task_id": "a",
+                "host": "h2",
+                "turn": 1,
+                "started_at": NOW,
+                "lease_expires_at": NOW + LEASE,
+            }
+        ],
     }
     everything = worker_status_json(store.fleet_snapshot(None, NOW))
     assert everything["tasks"] == {"completed": 1, "queued": 1, "running": 3}

@@ -16,6 +16,7 @@ from markertools import (
     QuotaHold,
     RunningTask,
     Task,
+    UnleasedRun,
     pick_claim,
     quota_hold_reason,
     worker_status_json,
@@ -52,9 +53,10 @@ def test_worker_status_json_is_the_cli_shape_in_both_locales() -> None:
         ),
         (QuotaHold("t5", "ana", quota_hold_reason("ana", quota)),),
         60.0,
+        (UnleasedRun("t7", "h3", 4, 1.0, 31.0), UnleasedRun("t6", "h1", 1)),
     )
     doc = worker_status_json(snapshot)
-    assert list(doc) == ["tasks", "hosts", "held_by_quota"]
+    assert list(doc) == ["tasks", "hosts", "held_by_quota", "unleased"]
     assert doc["tasks"] == {"queued": 1, "running": 2}
     assert doc["hosts"] == [
         {
@@ -78,6 +80,11 @@ def test_worker_status_json_is_the_cli_shape_in_both_locales() -> None:
             "reason": "held by quota: ana has spent $5.25 of $5.00; no host claims the task"
             " until the quota is raised",
         }
+    ]
+    # running tasks no live lease holds: an expired one (h3 died) and one claimed without
+    assert doc["unleased"] == [
+        {"task_id": "t6", "host": "h1", "turn": 1, "started_at": None, "lease_expires_at": None},
+        {"task_id": "t7", "host": "h3", "turn": 4, "started_at": 1.0, "lease_expires_at": 31.0},
     ]
     zh = worker_status_json(snapshot, "zh")["held_by_quota"]
     assert zh[0]["reason"] == "因配额暂停：ana 已花费 $5.25 / $5.00；配额提高前不会有主机认领此任务"

@@ -9,14 +9,19 @@ import os
 import re
 import signal
 import subprocess
+import time
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from support.cli import EXE, cli, one_line_failure
 from support.worker import add_task, routed, run_host, settings_for, worker_store
 
+from markertools import Quota
 from markertools_adapters.codex.fakemodel import Hang, Text
 from markertools_adapters.worker import WorkerHost
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _host_process(codex, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
@@ -114,23 +119,70 @@ def test_a_missing_codex_binary_is_one_line_and_exit_2(tmp_path: Path) -> None:
     one_line_failure(done, f"codex binary not found: {tmp_path / 'no-codex'}")
 
 
-@pytest.mark.rule("WRK-10")
+@pytest.mark.rule("WRK-10", "WRK-8")
 def test_worker_status_text_and_json(tmp_path: Path) -> None:
+    """One read of the store's fleet snapshot gives both: the JSON is
+    `worker_status_json` of it (CLI.md), the text the same hosts, tasks and holds."""
     with worker_store("sqlite", tmp_path) as store:
         add_task(store, "t-1", "one")
         add_task(store, "t-2", "two")
-        store.claim_task("p1", "h1")
+        add_task(store, "t-3", "three")
+        store.put_quota(Quota("bob", total_usd=Decimal("0.01"), used_usd=Decimal("0.02")))
+        add_task(store, "t-held", "four", created_by="bob")
+        store.claim_task("p1", "h1", now=time.time(), lease_seconds=600)  # t-1, leased
+        store.claim_task("p1", "h2")  # t-2, by a worker that takes no lease
     done = cli("worker", "status", "--db", str(tmp_path / "w.db"), "--project", "p1", "--json")
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
-    assert status["tasks"] == {"queued": 1, "running": 1}
-    (host,) = status["hosts"]
+    assert status["tasks"] == {"queued": 2, "running": 2}
+    (host,) = status["hosts"]  # the hosts holding a live lease
     assert host["host"] == "h1" and host["running"][0]["task_id"] == "t-1"
     assert host["running"][0]["turn"] == 1
-    assert status["held_by_quota"] == []
+    assert status["unleased"] == [
+        {"task_id": "t-2", "host": "h2", "turn": 1, "started_at": None, "lease_expires_at": None}
+    ]
+    assert status["held_by_quota"] == [
+        {
+            "task_id": "t-held",
+            "created_by": "bob",
+            "reason": "held by quota: bob has spent $0.02 of $0.01; no host claims the task"
+            " until the quota is raised",
+        }
+    ]
     text = cli("worker", "status", "--db", str(tmp_path / "w.db"), "--project", "p1").stdout
-    assert text.splitlines()[0] == "tasks: queued 1, running 1"
-    assert text.splitlines()[1].startswith("host h1: 1 running, lease until ")
+    lines = text.splitlines()
+    assert lines[0] == "tasks: queued 2, running 2"
+    assert re.fullmatch(r"host h1: 1 running, lease until \d\d:\d\d:\d\d", lines[1])
+    assert re.fullmatch(r"  t-1: turn 1, running for \d+ s", lines[2])
+    assert lines[3:] == [
+        "no live lease: t-2 (turn 1) is running but no host holds it - host h2 claimed it"
+        " without a lease; a `markertools worker run` host of its project requeues it after"
+        " one lease period",
+        "held by quota: t-held (creator bob has used $0.02 of a $0.01 quota)",
+    ]
+
+
+@pytest.mark.rule("WRK-10", "WRK-6")
+def test_worker_status_flags_running_tasks_no_host_holds(tmp_path: Path) -> None:
+    """Issue 36: the example world has three tasks written `running` that no host holds;
+    `worker status` shows each as such, with what recovers it, in text and JSON."""
+    db = tmp_path / "shop.db"
+    loaded = cli("world", "load", str(ROOT / "examples" / "worlds" / "shop.json"), "--db", str(db))
+    assert loaded.returncode == 0, loaded.stderr
+    text = cli("worker", "status", "--db", str(db)).stdout.splitlines()
+    assert text[0] == "tasks: completed 1, failed 1, running 3"
+    assert text[1:] == [
+        f"no live lease: {t} (turn 0) is running but no host holds it - no host ever claimed"
+        " it (written running, e.g. by a world file); a `markertools worker run` host of its"
+        " project requeues it after one lease period"
+        for t in ("t-api", "t-bob", "t-lead")
+    ]
+    doc = json.loads(cli("worker", "status", "--db", str(db), "--json").stdout)
+    assert [(u["task_id"], u["host"]) for u in doc["unleased"]] == [
+        ("t-api", None),
+        ("t-bob", None),
+        ("t-lead", None),
+    ]
 
 
 @pytest.mark.rule("WRK-10", "WRK-1")

@@ -138,6 +138,7 @@ def test_costs_priced_and_unpriced_and_the_quota_hold_in_status(
             {
                 "task_id": "t-held",
                 "created_by": "bob",
-                "reason": "creator bob has used $0.02 of a $0.01 quota",
+                "reason": "held by quota: bob has spent $0.02 of $0.01; no host claims the"
+                " task until the quota is raised",
             }
         ]

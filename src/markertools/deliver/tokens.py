@@ -23,7 +23,7 @@ from typing import Final
 
 import attrs
 
-from markertools.domain.errors import summarize_error
+from markertools.domain.errors import MarkertoolsError, summarize_error
 from markertools.domain.ports import TaskTokenStore
 from markertools.text.msg import Msg, msg
 
@@ -67,7 +67,7 @@ class Authorization:
         return self.refusal is None
 
 
-class TaskTokenRefused(ValueError):
+class TaskTokenRefused(MarkertoolsError, ValueError):
     """TOL-3: a token can not be minted for this task - it does not exist or is not
     `running` (`status` None: no such task). Nothing was stored."""
 

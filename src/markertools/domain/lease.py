@@ -9,7 +9,9 @@
 #   Rule 2: worker_status_json returns exactly the keys of the CLI contract:
 #           {"tasks": {STATUS: COUNT}, "hosts": [{"host", "lease_expires_at", "running":
 #           [{"task_id", "turn", "started_at"}]}], "held_by_quota": [{"task_id",
-#           "created_by", "reason"}]}, hosts by name, tasks by id (stable output).
+#           "created_by", "reason"}], "unleased": [{"task_id", "host", "turn",
+#           "started_at", "lease_expires_at"}]}, hosts by name, tasks by id (stable
+#           output). `worker status` (text and JSON) is built from the snapshot only.
 #   Rule 3: `pick_claim` is the claim order every store follows: skip a task whose
 #           affinity is another host's and has not ended (until > now) and a task whose
 #           creator's quota is exhausted; of the rest, tasks a queued or running task
@@ -18,6 +20,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
 from typing import Final
 
 import attrs
@@ -84,11 +87,28 @@ class HostLeases:
 
 @attrs.frozen
 class QuotaHold:
-    """WRK-8: a queued task no host claims while its creator's quota is exhausted."""
+    """WRK-8: a queued task no host claims while its creator's quota is exhausted;
+    `used_usd` / `total_usd` are the creator's quota (None when the store did not say)."""
 
     task_id: str
     created_by: str
     reason: Msg
+    used_usd: Decimal | None = None
+    total_usd: Decimal | None = None
+
+
+@attrs.frozen
+class UnleasedRun:
+    """WRK-10: a running task no live lease holds - its lease expired (its host died or
+    stopped renewing; any host may requeue it, WRK-6), it was claimed without one, or it
+    was written `running` with no host at all (a world file, a hand edit: `host` None).
+    `started_at` / `lease_expires_at` are its last lease's (None: it never had one)."""
+
+    task_id: str
+    host: str | None
+    turn: int
+    started_at: float | None = None
+    lease_expires_at: float | None = None
 
 
 @attrs.frozen
@@ -99,6 +119,7 @@ class FleetSnapshot:
     hosts: tuple[HostLeases, ...] = ()
     held_by_quota: tuple[QuotaHold, ...] = ()
     now: float = 0.0
+    unleased: tuple[UnleasedRun, ...] = ()
 
 
 def quota_hold_reason(user: str, quota: Quota) -> Msg:
@@ -129,6 +150,16 @@ def worker_status_json(snapshot: FleetSnapshot, locale: str = DEFAULT_LOCALE) ->
         "held_by_quota": [
             {"task_id": q.task_id, "created_by": q.created_by, "reason": q.reason.render(locale)}
             for q in sorted(snapshot.held_by_quota, key=lambda q: q.task_id)
+        ],
+        "unleased": [
+            {
+                "task_id": u.task_id,
+                "host": u.host,
+                "turn": u.turn,
+                "started_at": u.started_at,
+                "lease_expires_at": u.lease_expires_at,
+            }
+            for u in sorted(snapshot.unleased, key=lambda u: u.task_id)
         ],
     }
 

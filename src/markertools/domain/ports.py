@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from markertools.domain.change import TaskChange
+from markertools.domain.errors import MarkertoolsError
 from markertools.domain.lease import Affinity, Checkpoint, FleetSnapshot, Lease
 from markertools.domain.model import (
     Attempt,
@@ -145,7 +146,7 @@ class RequeueResult:
     error: str | None = None
 
 
-class AutomationNameTaken(Exception):
+class AutomationNameTaken(MarkertoolsError):
     """AutomationStore.insert_automation refused an active automation because an active
     automation of the same project already has its name (AUT-3). Raised by the store
     itself, atomically with the insert, so two concurrent deliveries that both saw the

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from markertools.domain.errors import MarkertoolsError
 from markertools.parse.kinds import KINDS, KindSpec, kind_of
 from markertools.parse.kindspec import FieldSpec, default_of, expected
 from markertools.text.msg import DEFAULT_LOCALE, Msg, msg
 
 
-class UnknownKindError(ValueError):
+class UnknownKindError(MarkertoolsError, ValueError):
     """A kind name that is neither a kind nor an alias (carries near-miss suggestions)."""
 
     def __init__(self, name: str, suggestion: str | None) -> None:

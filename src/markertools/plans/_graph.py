@@ -18,10 +18,11 @@ from collections.abc import Collection, Mapping, Sequence
 
 import attrs
 
+from markertools.domain.errors import MarkertoolsError
 from markertools.plans._model import Proposal
 
 
-class ScheduleError(ValueError):
+class ScheduleError(MarkertoolsError, ValueError):
     """The finished/running roles given to `schedule` are inconsistent with the plan."""
 
 

@@ -18,10 +18,12 @@ from typing import Final
 
 import attrs
 
+from markertools.domain.errors import MarkertoolsError
+
 MAX_INT_DIGITS: Final[int] = 30
 
 
-class NotJson(ValueError):
+class NotJson(MarkertoolsError, ValueError):
     """The text is not a JSON document (message is one line, with line/column)."""
 
 

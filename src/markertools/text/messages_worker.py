@@ -71,4 +71,22 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "因额度暂停：{task_id}（{reason}）",
     },
     "worker.status.unknown": {"en": "unknown", "zh": "未知"},
+    "worker.status.unleased": {
+        "en": "no live lease: {task_id} (turn {turn}) is running but no host holds it - {why};"
+        " a `markertools worker run` host of its project requeues it after one lease period",
+        "zh": "无有效租约：{task_id}（第 {turn} 轮）处于运行状态，但没有主机持有它——{why}；"
+        "该项目的 `markertools worker run` 主机会在一个租约期后把它放回队列",
+    },
+    "worker.status.unleased_expired": {
+        "en": "host {host}'s lease ended at {until}",
+        "zh": "主机 {host} 的租约已于 {until} 结束",
+    },
+    "worker.status.unleased_no_lease": {
+        "en": "host {host} claimed it without a lease",
+        "zh": "主机 {host} 认领它时没有租约",
+    },
+    "worker.status.unleased_no_host": {
+        "en": "no host ever claimed it (written running, e.g. by a world file)",
+        "zh": "从未有主机认领它（例如由世界文件直接写为运行中）",
+    },
 }

@@ -31,6 +31,7 @@ from markertools import (
     QuotaHold,
     RequeueResult,
     RunningTask,
+    UnleasedRun,
     quota_hold_reason,
     summarize_error,
 )
@@ -347,6 +348,16 @@ class LeaseMixin:
                 ),
                 [float(now), *params],
             ).fetchall()
+            # running tasks no live lease holds: an expired lease (a dead host) or none
+            stale = conn.execute(
+                d.sql(
+                    "SELECT t.id, COALESCE(l.host, t.host), t.turn, l.started_at, l.expires_at"
+                    " FROM tasks AS t LEFT JOIN task_leases AS l ON l.task_id = t.id"
+                    " WHERE t.status = 'running'"
+                    f" AND (l.expires_at IS NULL OR l.expires_at <= ?){where} ORDER BY t.id"
+                ),
+                [float(now), *params],
+            ).fetchall()
             held_rows = conn.execute(
                 d.sql(
                     "SELECT t.id, t.created_by FROM tasks AS t JOIN quotas AS q"
@@ -382,10 +393,22 @@ class LeaseMixin:
                 d.stored_text(task_id),
                 d.stored_text(user),
                 quota_hold_reason(d.stored_text(user), users[user]),
+                users[user].used_usd,
+                users[user].total_usd,
             )
             for task_id, user in held_rows
             if user in users
         )
+        unleased = tuple(
+            UnleasedRun(
+                d.stored_text(task_id),
+                None if host is None else d.stored_text(host),
+                int(turn),
+                None if started is None else float(started),
+                None if expires is None else float(expires),
+            )
+            for task_id, host, turn, started, expires in stale
+        )
         return FleetSnapshot(
-            {d.stored_text(status): int(n) for status, n in counts}, hosts, held, now
+            {d.stored_text(status): int(n) for status, n in counts}, hosts, held, now, unleased
         )

@@ -167,7 +167,7 @@ def run_live(codex_bin: str, *, keep: Path | None, out: IO[str], timeout: float 
         RunningView,
         WorkerHost,
         WorkerSettings,
-        fleet_status,
+        fleet_snapshot,
         status_lines,
     )
     from markertools_adapters.worker.dirs import LAYOUT
@@ -233,7 +233,7 @@ def run_live(codex_bin: str, *, keep: Path | None, out: IO[str], timeout: float 
             say(f"{LEAD} result: {lead.result_text if lead is not None else '?'}")
             say("")
             say("markertools worker status:")
-            for line in status_lines(fleet_status(store, PROJECT)):
+            for line in status_lines(fleet_snapshot(store, PROJECT)):
                 say(f"  {line}")
             say("")
             changes = world_changes(before, after, virtual=False)

@@ -1,7 +1,8 @@
 # Owns: `markertools worker run` and `markertools worker status` (docs/cli.md, WRK-1,
 # WRK-10). Thin: options -> `WorkerSettings` + an opened store -> `WorkerHost.run()` on
 # one event loop with SIGTERM / SIGINT handlers (stop: claim nothing more, grace, then
-# requeue); `status` -> `fleet_status` as text or the CLI.md JSON.
+# requeue); `status` -> the store's `fleet_snapshot` as text (`status_lines`) or the
+# CLI.md JSON (`markertools.worker_status_json`), one read for both.
 #
 # Must never: start without a runnable Codex binary (exit 2, one line); create a
 # database (`--db` must already be a markertools one).
@@ -255,17 +256,18 @@ def status_command(
     as_json: Annotated[bool, typer.Option("--json", help="The CLI.md JSON.")] = False,
 ) -> None:
     """Tasks per status, hosts and their running tasks, tasks held back by quota (WRK-10)."""
-    from markertools_adapters.worker import fleet_status, status_lines
+    from markertools import worker_status_json
+    from markertools_adapters.worker import fleet_snapshot, status_lines
 
     store = _open(db)
     try:
         if project is not None and store.get_project(project) is None:
             raise UsageFailure(f"--project {project}: no such project")
-        status = fleet_status(store, project)
+        snapshot = fleet_snapshot(store, project)  # one read: the JSON and the text agree
     finally:
         store.close()
     if as_json:
-        emit_json(status)
+        emit_json(worker_status_json(snapshot))
         return
-    for line in status_lines(status):
+    for line in status_lines(snapshot):
         typer.echo(line)

@@ -33,6 +33,7 @@ from markertools import (
     QuotaHold,
     RequeueResult,
     RunningTask,
+    UnleasedRun,
     pending_turn_of,
     quota_exhausted,
     quota_hold_reason,
@@ -233,15 +234,23 @@ class LeaseMixin(JournalMixin):  # fenced() runs in its atomic()
             counts = Counter(t.status for t in tasks)
             by_host: dict[str, list[tuple[Lease, int]]] = {}
             held: list[QuotaHold] = []
+            unleased: list[UnleasedRun] = []
             for t in tasks:
                 lease = self._state.leases.get(t.id)
                 if t.status == "running" and lease is not None and lease.expires_at > now:
                     by_host.setdefault(lease.host, []).append((lease, t.turn))
+                elif t.status == "running" and lease is not None:  # expired: a dead host's
+                    unleased.append(
+                        UnleasedRun(t.id, lease.host, t.turn, lease.started_at, lease.expires_at)
+                    )
+                elif t.status == "running":  # claimed without a lease, or written running
+                    unleased.append(UnleasedRun(t.id, t.host, t.turn))
                 if t.status == "queued" and t.created_by is not None:
                     quota = self._state.quotas.get(t.created_by)
                     if quota is not None and quota_exhausted(quota):
+                        reason = quota_hold_reason(t.created_by, quota)
                         held.append(
-                            QuotaHold(t.id, t.created_by, quota_hold_reason(t.created_by, quota))
+                            QuotaHold(t.id, t.created_by, reason, quota.used_usd, quota.total_usd)
                         )
         hosts = tuple(
             HostLeases(
@@ -259,4 +268,5 @@ class LeaseMixin(JournalMixin):  # fenced() runs in its atomic()
             hosts,
             tuple(sorted(held, key=lambda q: q.task_id)),
             now,
+            tuple(sorted(unleased, key=lambda u: u.task_id)),
         )

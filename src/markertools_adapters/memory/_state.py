@@ -69,6 +69,18 @@ class MemoryState:
     waits: dict[str, frozenset[str]] = attrs.Factory(dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock, eq=False, repr=False)
 
+    # The adapter kit's stores pickle the state (docs/worker-loop.md): the records and
+    # tables travel, the lock does not - an unpickled state gets a fresh one.
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            f.name: getattr(self, f.name) for f in attrs.fields(MemoryState) if f.name != "lock"
+        }
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "lock", threading.RLock())
+
 
 def check_claim(state: MemoryState, claim: Claim) -> None:
     """FLT-1: under the lock, raise LeaseLost unless `claim` still holds its task."""

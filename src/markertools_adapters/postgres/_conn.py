@@ -44,7 +44,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from markertools_adapters._sql import Statement
-from markertools_adapters.errors import StoreError, StoreUnavailable
+from markertools_adapters.errors import BadDatabaseUrl, StoreError, StoreUnavailable
 
 DEFAULT_POOL_SIZE: Final[int] = 4
 DEFAULT_CONNECT_TIMEOUT: Final[int] = 5  # seconds (libpq waits forever by default)
@@ -117,7 +117,8 @@ def connect_kwargs(dsn: str) -> dict[str, Any]:
     try:
         given = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
-        raise ValueError(f"invalid PostgreSQL connection string: {exc}") from None
+        detail = " ".join(str(exc).split())
+        raise BadDatabaseUrl(f"invalid PostgreSQL connection string: {detail}") from None
     if "connect_timeout" not in given:
         kwargs["connect_timeout"] = DEFAULT_CONNECT_TIMEOUT
     return kwargs

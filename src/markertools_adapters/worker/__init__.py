@@ -17,7 +17,7 @@ from markertools_adapters.worker.events import (
 from markertools_adapters.worker.host import WorkerHost
 from markertools_adapters.worker.run import TaskRun
 from markertools_adapters.worker.settings import PriceTable, TokenUsage, WorkerSettings
-from markertools_adapters.worker.status import fleet_status, status_lines
+from markertools_adapters.worker.status import fleet_snapshot, fleet_status, status_lines
 
 __all__ = [
     "EVENT_KINDS",
@@ -30,6 +30,7 @@ __all__ = [
     "TokenUsage",
     "WorkerHost",
     "WorkerSettings",
+    "fleet_snapshot",
     "fleet_status",
     "prepare_task_dir",
     "status_lines",

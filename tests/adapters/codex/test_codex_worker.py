@@ -15,6 +15,7 @@ import pytest
 from support.paths import REPO
 from support.strategies.codex import FIXTURES, validate_notification
 
+import markertools_adapters
 from markertools import StartKind, TaskChange
 from markertools.domain.model import PermissionGrant, Project, Task
 from markertools_adapters.codex import read_app_server_stream
@@ -55,29 +56,29 @@ def _world() -> World:
         now=1_798_333_200,
         projects=(Project("p1", "shop"),),
         permissions=(PermissionGrant("u1", "p1", ("read", "create_task")),),
-        tasks=(Task("t1", "p1", status="running", created_by="u1", prompt="lead"),),
+        tasks=(Task("t1", "p1", status="queued", created_by="u1", prompt="lead"),),
     )
 
 
 def _store() -> Any:
-    from markertools_adapters.sqlite import create_store_from_world
+    store = markertools_adapters.connect("sqlite:///:memory:", executor="noop")
+    store.load_world(_world())
+    return store
 
-    return create_store_from_world(_world())
 
-
-def _run(argv: list[str], store: Any = None, **options: Any) -> Any:
-    """run_worker as task t1 over `store` (default: a fresh one): prompt "go", 5 turns,
-    60 s timeouts unless `options` say otherwise."""
+def _run(argv: list[str], store: Any = None, prompt: str = "go", **options: Any) -> Any:
+    """The example's worker over `store` (default: a fresh one): it claims t1 with a lease
+    and runs it from `prompt`, 5 turns, 60 s timeouts unless `options` say otherwise."""
     settings: dict[str, Any] = {
-        "prompt": "go",
         "max_turns": 5,
         "turn_timeout": 60,
         "request_timeout": 60,
         **options,
     }
     store = _store() if store is None else store
-    ports = worker.make_ports(store)
-    return worker.run_worker(argv, ports=ports, followups=store, sender="t1", **settings)
+    claim = worker.claim_next(store, "p1", "h1")
+    assert claim is not None and claim.task.id == "t1"
+    return worker.run_worker(argv, store=store, claim=claim, inputs=[prompt], **settings)
 
 
 # ---- the stand-in speaks the protocol ---------------------------------------------------
@@ -137,6 +138,8 @@ def test_worker_delivers_each_completed_turn_and_sends_the_report_back(tmp_path:
     result = _run(argv, store, prompt="Split the work")
     assert result.stopped == "child_exited"  # the script ended: the server went away
     assert result.exit_code == 0
+    assert result.finished.status == "failed"  # finished under the claim, with the cause
+    assert store.get_task("t1").error_text == "codex_worker stopped: child_exited"
     assert [t.status for t in result.turns] == ["completed", "completed"]
     assert [r.delivered for r in result.reports] == [True, True]
     assert [e.kind for r in result.reports for e in r.entries] == ["task-create", "todo-create"]
@@ -179,10 +182,10 @@ def test_worker_stops_at_max_turns_and_the_unsent_report_waits_for_the_next_clai
     assert result.stopped == "max_turns"
     assert len(result.turns) == 2
     assert sum(m.get("method") == "turn/start" for m in _log(tmp_path)) == 2
-    # the second report was never sent: it stays queued, and the task's next claim
-    # continues with exactly it - the first one (sent) is never handed out again
-    assert store.transition_task("t1", "running", TaskChange(status="completed"))
-    assert store.transition_task("t1", "completed", TaskChange(status="queued"))
+    # the second report was never sent: it stays queued, the task is queued again, and
+    # its next claim continues with exactly it - the first one (sent) is never handed
+    # out again
+    assert result.finished.status == "queued"
     claim = store.claim_task("p1", "host-1")
     assert claim.start is StartKind.CONTINUATION
     assert claim.followups == (result.reports[1].message,)
@@ -196,6 +199,7 @@ def test_worker_never_delivers_an_interrupted_turn(tmp_path: Path) -> None:
     result = _run(argv, store)
     assert result.stopped == "not_delivered"
     assert [r.delivered for r in result.reports] == [False]
+    assert result.finished.status == "interrupted"  # as the turn ended
     world = store.export_world(now=_world().now)
     assert [t.id for t in world.tasks] == ["t1"]  # the task-create never ran
     assert [a.outcome for a in world.audit] == ["discarded"]
@@ -229,3 +233,20 @@ def test_worker_stops_when_a_turn_has_no_blocks(tmp_path: Path) -> None:
     assert result.stopped == "no_blocks"
     assert [len(r.entries) for r in result.reports] == [1, 0]
     assert sum(m.get("method") == "turn/start" for m in _log(tmp_path)) == 2
+    assert result.finished.status == "completed"  # the agent asked for nothing more
+
+
+@pytest.mark.rule("FLT-1")
+def test_worker_stands_down_when_its_claim_was_lost(tmp_path: Path) -> None:
+    """The task was requeued and claimed by another host before this worker's first
+    turn: it starts no turn and writes nothing."""
+    store = _store()
+    claim = worker.claim_next(store, "p1", "h1")
+    assert store.transition_task("t1", "running", TaskChange(status="queued"))
+    other = store.claim_task("p1", "h2", now=claim.task.created_at + 1, lease_seconds=60)
+    assert other is not None and other.epoch > claim.epoch
+    argv = _script(tmp_path, {"messages": [TODO]})
+    result = worker.run_worker(argv, store=store, claim=claim, inputs=["go"], request_timeout=60)
+    assert (result.stopped, result.turns, result.finished) == ("lease_lost", [], None)
+    assert not any(m.get("method") == "turn/start" for m in _log(tmp_path))
+    assert store.get_task("t1").host == "h2" and store.get_task("t1").status == "running"

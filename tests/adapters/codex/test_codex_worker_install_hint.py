@@ -14,8 +14,7 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "codex_worker.py"
 def test_without_codex_it_prints_what_to_install_and_exits_2(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(tmp_path))  # no codex on PATH
     run = subprocess.run(
-        [sys.executable, str(EXAMPLE), "--db", str(tmp_path / "w.db"), "--sender", "t1",
-         "--prompt", "hi"],
+        [sys.executable, str(EXAMPLE), "--db", str(tmp_path / "w.db"), "--project", "p1"],
         capture_output=True, text=True, env=env, check=False,
     )
     assert run.returncode == 2

@@ -15,6 +15,7 @@ import pytest
 from support.codex import OfflineCodex
 from support.paths import REPO
 
+import markertools_adapters
 from markertools import TurnIdReused, deliver_turn
 from markertools.domain.model import PermissionGrant, Project, Task
 from markertools_adapters.codex.fakemodel import Text
@@ -34,16 +35,16 @@ def _load_example() -> ModuleType:
 
 
 def _store() -> Any:
-    from markertools_adapters.sqlite import create_store_from_world
-
-    return create_store_from_world(
+    store = markertools_adapters.connect("sqlite:///:memory:", executor="noop")
+    store.load_world(
         World(
             now=1_798_333_200,
             projects=(Project("p1", "shop"),),
             permissions=(PermissionGrant("u1", "p1", ("read", "create_task")),),
-            tasks=(Task("t1", "p1", status="running", created_by="u1", prompt="lead"),),
+            tasks=(Task("t1", "p1", status="queued", created_by="u1", prompt="lead"),),
         )
     )
+    return store
 
 
 @pytest.mark.rule("TRN-9", "TRN-6")
@@ -55,12 +56,12 @@ def test_the_codex_worker_delivers_under_codexs_turn_ids(
     env = [f"{k}={v}" for k, v in offline_codex.env.items()]
     argv = ["env", "-i", *env, offline_codex.binary, "app-server"]
     store = _store()
+    claim = worker.claim_next(store, "p1", "h1")
     result = worker.run_worker(
         argv,
-        ports=worker.make_ports(store),
-        followups=store,
-        sender="t1",
-        prompt="Track the docs review",
+        store=store,
+        claim=claim,
+        inputs=["Track the docs review"],
         max_turns=4,
         turn_timeout=60,
         request_timeout=60,
@@ -80,8 +81,9 @@ def test_the_codex_worker_delivers_under_codexs_turn_ids(
     turn_ids = [t.turn_id for t in result.turns]
     assert all(turn_ids) and len(set(turn_ids)) == 2
     assert all(store.block_entries("t1", tid) for tid in turn_ids)
+    assert result.finished.status == "completed"  # the agent asked for nothing more
     # the worker crashed and delivers the first turn again: a replay, nothing twice
-    ports = worker.make_ports(store)
+    ports = store.ports
     replay = deliver_turn(
         result.turns[0].text, sender="t1", outcome="completed", ports=ports, turn_id=turn_ids[0]
     )

@@ -15,6 +15,7 @@ from support.codex import codex_bin
 from support.paths import REPO
 
 import markertools_adapters
+from markertools import Task
 from markertools_adapters.codex.fakemodel import read_replies
 from markertools_adapters.world import loads_world
 
@@ -60,23 +61,27 @@ def test_codex_worker_under_the_fake_delivers_the_scripted_blocks(tmp_path: Path
     world = loads_world((REPO / "examples" / "worlds" / "shop.json").read_text())
     with markertools_adapters.connect(db, executor="noop") as store:
         store.load_world(world)
+        split = Task("t-split", "p-shop", status="queued", created_by="alice",
+                     prompt="Split off the load test", parent_task_id="t-lead")
+        store.insert_task(split)
     done = subprocess.run(
         [sys.executable, "-m", "markertools_adapters.codex.fakemodel", "--replies",
          str(REPLIES), "--", sys.executable, str(REPO / "examples" / "codex_worker.py"),
-         "--db", str(db), "--sender", "t-lead", "--prompt", "Split off the load test",
-         "--", codex_bin(), "app-server"],
+         "--db", str(db), "--project", "p-shop", "--", codex_bin(), "app-server"],
         capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    assert "completed, delivered=True, 2 block(s)" in lines[0]
-    assert "completed, delivered=True, 0 block(s)" in lines[1]
-    assert lines[2].startswith("stopped: no_blocks")
+    assert lines[0] == "claimed t-split (fresh)"
+    assert "completed, delivered=True, 2 block(s)" in lines[1]
+    assert "completed, delivered=True, 0 block(s)" in lines[2]
+    assert lines[3].startswith("stopped: no_blocks")
+    assert lines[4] == "t-split: completed"
     with markertools_adapters.connect(db, executor="noop", must_exist=True) as store:
         after = store.export_world(0.0)
-    (new,) = [t for t in after.tasks if t.id not in {t.id for t in world.tasks}]
+    (new,) = [t for t in after.tasks if t.id not in {t.id for t in world.tasks} | {"t-split"}]
     assert (new.parent_task_id, new.prompt) == (
-        "t-lead",
+        "t-split",
         "Run the checkout load test and report p95 latency.",
     )
     assert [d.task_id for d in after.todos if d.title == "Review the load test results"] == [new.id]
