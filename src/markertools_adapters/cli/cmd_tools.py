@@ -184,8 +184,8 @@ async def _serve_stdio(tools: Any) -> None:
     """Serve stdin/stdout through the bounded transport `dots serve` uses (one
     newline-delimited JSON-RPC message per line, malformed lines answered with JSON-RPC
     errors) until standard input closes."""
+    from markertools_adapters._mcp_tools import serve_streams
     from markertools_adapters.dots._mcp_stdio import stdio_transport
 
-    lowlevel = tools.server._lowlevel_server  # what MCPServer.run_stdio_async runs (mcp pinned)
     async with stdio_transport(locale=tools.locale) as (read, write):
-        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+        await serve_streams(tools.server, read, write)

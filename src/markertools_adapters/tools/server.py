@@ -31,10 +31,7 @@ import anyio
 import anyio.to_thread
 import attrs
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict
+from mcp_types import CallToolResult, TextContent
 
 import markertools
 from markertools import (
@@ -47,6 +44,7 @@ from markertools import (
     msg,
     summarize_error,
 )
+from markertools_adapters._mcp_tools import declare_tool
 from markertools_adapters.tools._declare import (
     CHANGING,
     TOOL_NAMES,
@@ -70,18 +68,8 @@ INSTRUCTIONS: Final[str] = (
     "automations. Each call is a marker block answered at once; the caps per turn are "
     "shared with the blocks of your answer. Data of other tasks is framed and inert."
 )
-_READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 TokenSource = Callable[[Context[Any, Any]], str | None]
-
-
-class RawArguments(ArgModelBase):
-    """What the SDK checks before calling a tool: nothing. `deliver_call` checks the
-    call's arguments itself (the block's validator), so a refusal names the field as a
-    block's would and is a tool result, never a protocol error."""
-
-    model_config = ConfigDict(extra="ignore")
 
 
 def env_token(_: Context[Any, Any]) -> str | None:
@@ -169,17 +157,15 @@ class ToolsMcp:
         self.calls_served = 0
         self._in_flight = 0  # delivery threads still running (a cancelled one ends soon)
         self._flight = threading.Condition()
+        # the SDK checks no argument: `deliver_call` checks them (the block's validator),
+        # so a refusal names the field as a block's would and is a tool result
         tools = [
-            Tool(
-                fn=self._entry(name),
+            declare_tool(
+                self._entry(name),
                 name=name,
-                title=name.replace("_", " "),
                 description=description(name, locale),
-                parameters=input_schema(name),
-                fn_metadata=FuncMetadata(arg_model=RawArguments),
-                is_async=True,
-                context_kwarg="ctx",
-                annotations=_CHANGES if name in CHANGING else _READ_ONLY,
+                schema=input_schema(name),
+                changes=name in CHANGING,
             )
             for name in TOOL_NAMES
         ]
