@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         deliver_call,
         resolve_tool_kind,
     )
+    from markertools.deliver.call_wait import CallWait, plan_call_wait
     from markertools.deliver.handlers.read import is_priced
     from markertools.deliver.loop import DEFAULT_DELIVERY_DEADLINE, deliver_turn
     from markertools.deliver.once import TurnIdReused, turn_digest
@@ -201,6 +202,8 @@ _EXPORTS: dict[str, str] = {
     "call_result_json": "markertools.deliver.call",
     "deliver_call": "markertools.deliver.call",
     "resolve_tool_kind": "markertools.deliver.call",
+    "CallWait": "markertools.deliver.call_wait",
+    "plan_call_wait": "markertools.deliver.call_wait",
     "DEFAULT_TOKEN_TTL": "markertools.deliver.tokens",
     "Authorization": "markertools.deliver.tokens",
     "MintedToken": "markertools.deliver.tokens",
@@ -392,6 +395,7 @@ __all__ = [
     "BlockOutcome",
     "CallLedger",
     "CallResult",
+    "CallWait",
     "ChangeWaiter",
     "Checkpoint",
     "Claim",
@@ -495,6 +499,7 @@ __all__ = [
     "parse_turn",
     "pause_automation",
     "pick_claim",
+    "plan_call_wait",
     "quota_exhausted",
     "quota_hold_reason",
     "refuse_bad_status",

@@ -82,6 +82,9 @@ class CallResult:
     replayed: bool = False
     text: str = ""
     fields: Mapping[str, object] = attrs.field(factory=dict)
+    # TOL-4: how many more calls (or blocks) of the kind this turn still runs after this
+    # one; None when the call was not counted (refused before its cap) or is a replay
+    calls_left: int | None = None
 
     @property
     def is_error(self) -> bool:
@@ -193,10 +196,10 @@ def _result(
     fields: Mapping[str, object] | None = None,
     *,
     after_turn: bool = False,
+    calls_left: int | None = None,
 ) -> CallResult:
-    return CallResult(
-        entry, False, _call_text(entry, locale, after_turn=after_turn), dict(fields or {})
-    )
+    text = _call_text(entry, locale, after_turn=after_turn)
+    return CallResult(entry, False, text, dict(fields or {}), calls_left)
 
 
 def _refused(kind: str, reason: Msg, locale: str) -> CallResult:
@@ -317,6 +320,7 @@ def deliver_call(
     call_id: str | None = None,
     deadline: float | None = DEFAULT_DELIVERY_DEADLINE,
     cancel: object = None,
+    waited: float = 0.0,
 ) -> CallResult:
     """Deliver one same-turn tool call of `sender` (TOL-2): a one-block turn through the
     same validation, clamps, gates, handler, audit record (source "tool") and journal as
@@ -334,14 +338,30 @@ def deliver_call(
             call is applied at most once per (sender, call id); a repeat returns the first
             result with `replayed=True`.
         deadline, cancel: as for deliver_turn (TRN-11): bounds on a poll or wait.
+        waited: seconds the call already waited before this delivery (TOL-11: a tool
+            server that waits for a poll's or wait's targets without holding a thread,
+            then delivers): a task-poll's or wait-threads' clock starts that far back,
+            so its timeout, the `deadline` and the waited time it reports all count
+            from when the call began; the report then says "timed out after N s" or
+            that the call's limit cut it short exactly as without the earlier wait.
+            0 (the default) for a call delivered when it arrives.
 
     The caps of the sender's current turn (`Task.turn`) are shared with the turn's
     blocks (TOL-4). A goal-convert call's "/goal ..." is held and queued right after
     this turn's report (TOL-7). Nothing in `arguments` or `call_id` makes it raise;
-    ValueError only for a locale, deadline or cancel signal outside what is documented.
+    ValueError only for a locale, deadline, waited or cancel signal outside what is
+    documented. `CallResult.calls_left` says how many more calls of the kind the turn
+    still runs (TOL-4).
     """
     locale = checked_value(Locale, locale, "locale")
     seconds = _check_deadline(deadline)
+    if (
+        isinstance(waited, bool)
+        or not isinstance(waited, int | float)
+        or not math.isfinite(waited)
+        or waited < 0
+    ):
+        raise ValueError(f"waited must be a finite number of seconds >= 0; got {waited!r}")
     stop = _cancel_signal(cancel)
     spec = resolve_tool_kind(kind)
     shown_kind = spec.name if spec is not None else (kind if isinstance(kind, str) else "?")
@@ -382,14 +402,15 @@ def deliver_call(
         position = ports.calls.record_turn_use(task.id, task.turn, spec.name)
     except Exception as exc:
         return _refused(spec.name, msg("deliver.port_failed", error=summarize_error(exc)), locale)
+    left = max(0, spec.cap - position)
     if position > spec.cap:
         entry = ReportEntry(spec.name, CALL_LINE, "ignored", None, over_cap_reason(spec, position))
-        return _finish(ports, sender_id, turn_id, _result(entry, locale))
+        return _finish(ports, sender_id, turn_id, _result(entry, locale, calls_left=left))
     body = arguments_body(arguments)
     validated = body if isinstance(body, Msg) else _validate(spec, body)
     if isinstance(validated, Msg):
         entry = ReportEntry(spec.name, CALL_LINE, "skipped", None, validated)
-        return _finish(ports, sender_id, turn_id, _result(entry, locale))
+        return _finish(ports, sender_id, turn_id, _result(entry, locale, calls_left=left))
     cmd = validated
     plan = TurnPlan((cmd,))
     try:
@@ -400,7 +421,8 @@ def deliver_call(
         )
     journal.restore(plan)
     started = _now(ports)
-    deadline_at = None if seconds is None or started is None else started + seconds
+    began = None if started is None else started - float(waited)  # TOL-11
+    deadline_at = None if seconds is None or began is None else began + seconds
     ctx = TurnContext(
         task,
         ports,
@@ -412,6 +434,7 @@ def deliver_call(
         cancel=stop,
         journal=journal,
         source="tool",
+        waited=float(waited),
     )
     entry = _block(0, cmd, ctx)
     held = ctx.followups_after_report
@@ -425,7 +448,7 @@ def deliver_call(
                 ctx, ctx.rejected(cmd, None, msg("deliver.port_failed", error=summarize_error(exc)))
             )
     fields = _fields(spec, entry, ports, cmd, ctx.sender)
-    result = _result(entry, locale, fields, after_turn=bool(held))
+    result = _result(entry, locale, fields, after_turn=bool(held), calls_left=left)
     return _finish(ports, sender_id, turn_id, result)
 
 
