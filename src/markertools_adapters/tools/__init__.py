@@ -13,14 +13,12 @@ from markertools_adapters.tools._http import (
     serve_http,
 )
 from markertools_adapters.tools._ratelog import RateLimitFilter
+from markertools_adapters.tools._request import TOKEN_ENV, bearer_token, env_token
 from markertools_adapters.tools.server import (
     CALL_ID_META_KEY,
     DEFAULT_MAX_CALLS_PER_TOKEN,
     DEFAULT_MAX_WAIT_MS,
-    TOKEN_ENV,
     ToolsMcp,
-    bearer_token,
-    env_token,
 )
 
 __all__ = [

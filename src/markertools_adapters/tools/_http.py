@@ -4,7 +4,7 @@
 # here (a port in use or an address that cannot be bound is one line, `ListenFailed`),
 # and `HttpGate`, the ASGI app in front of the SDK's Streamable HTTP apps at /mcp, one
 # server for many tasks, each request bound by its own `Authorization: Bearer` token
-# (`server.bearer_token`):
+# (`_request.bearer_token`):
 #
 #   1. Host and Origin (DNS rebinding): a request whose Host is not a loopback address
 #      or `localhost` (any port), or whose Origin is present and not http(s) on one, is
@@ -17,7 +17,7 @@
 #      bound ends the token's least recently used idle session (a DELETE through the
 #      SDK's own app), and is refused (503, naming the bound) when all are busy. A
 #      session answers only the token that opened it (another's gets 404, as unknown).
-#   4. A request's end: every request's scope carries an event (`server.GONE_KEY`) set
+#   4. A request's end: every request's scope carries an event (`_request.GONE_KEY`) set
 #      when its HTTP exchange ends, so a call whose client disconnected ends at once.
 #   5. Refusals are logged at a bounded rate (`_ratelog`).
 #
@@ -41,7 +41,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from markertools import msg, summarize_error
 from markertools_adapters.errors import MarkertoolsError
-from markertools_adapters.tools.server import GONE_KEY, ToolsMcp, bearer_of, token_key
+from markertools_adapters.tools._request import GONE_KEY, bearer_of, token_key
+from markertools_adapters.tools.server import ToolsMcp
 
 log = logging.getLogger("markertools.tools.serve")
 

@@ -5,10 +5,11 @@
 # `markertools.deliver_call` for the task its token binds and answered as `_results`
 # shapes it.
 #
-# Binding (TOL-3): the token of each call comes from `token_of(ctx)` - on stdio the
-# environment variable MARKERTOOLS_TASK_TOKEN, read at every call; over Streamable HTTP
-# the request's `Authorization: Bearer` header - and is authorised at every call, so a
-# task that stopped running, or a revoked or expired token, is refused from then on.
+# Binding (TOL-3): the token of each call comes from `token_of(ctx)` (`_request`: on
+# stdio the environment variable MARKERTOOLS_TASK_TOKEN, read at every call; over
+# Streamable HTTP the request's `Authorization: Bearer` header) and is authorised at
+# every call, so a task that stopped running, or a revoked or expired token, is refused
+# from then on.
 # Fairness (TOL-11): a token runs at most `max_calls_per_token` calls at once (one more
 # is refused naming the bound); every store call runs in one bounded, fair pool
 # (`_pool.FairPool`); a task_poll or wait_threads call first waits WITHOUT a thread -
@@ -26,9 +27,7 @@
 # task other than the one the call's token binds, or hold a thread while a call waits.
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -64,6 +63,13 @@ from markertools_adapters.tools._declare import (
 )
 from markertools_adapters.tools._pool import DEFAULT_POOL_SIZE, FairPool
 from markertools_adapters.tools._ratelog import RateLimitedLog
+from markertools_adapters.tools._request import (
+    GONE_KEY,
+    TokenSource,
+    env_token,
+    report_progress,
+    token_key,
+)
 from markertools_adapters.tools._results import delivered, refusal
 from markertools_adapters.tools._store import (
     Probe,
@@ -78,9 +84,7 @@ from markertools_adapters.tools._watch import StatusWatch
 log = logging.getLogger("markertools.tools.serve")
 
 SERVER_NAME: Final[str] = "markertools"
-TOKEN_ENV: Final[str] = "MARKERTOOLS_TASK_TOKEN"
 CALL_ID_META_KEY: Final[str] = "markertools/callId"
-GONE_KEY: Final[str] = "markertools.request_gone"  # an ASGI scope key: anyio.Event
 DEFAULT_MAX_WAIT_MS: Final[int] = 100_000
 DEFAULT_MAX_CALLS_PER_TOKEN: Final[int] = 8
 PROGRESS_SECONDS: Final[float] = 5.0  # a progress notification this often while waiting
@@ -89,36 +93,6 @@ INSTRUCTIONS: Final[str] = (
     "automations. Each call is a marker block answered at once; the caps per turn are "
     "shared with the blocks of your answer. Data of other tasks is framed and inert."
 )
-
-TokenSource = Callable[[Context[Any, Any]], str | None]
-
-
-def env_token(_: Context[Any, Any]) -> str | None:
-    """stdio: the token in MARKERTOOLS_TASK_TOKEN, read at every call."""
-    return os.environ.get(TOKEN_ENV)
-
-
-def bearer_of(value: object) -> str | None:
-    """The token of an `Authorization: Bearer TOKEN` header value."""
-    if not isinstance(value, str):
-        return None
-    scheme, _, token = value.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    return token.strip() or None
-
-
-def bearer_token(ctx: Context[Any, Any]) -> str | None:
-    """Streamable HTTP: the request's `Authorization: Bearer TOKEN` header."""
-    headers = ctx.headers
-    return None if headers is None else bearer_of(headers.get("authorization"))
-
-
-def token_key(token: str | None) -> str:
-    """What the server keys a token's bounds by: a hash, never the token ("" for none)."""
-    if not token:
-        return ""
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @attrs.frozen
@@ -280,7 +254,8 @@ class ToolsMcp:
                 if isinstance(gone, anyio.Event):
                     group.start_soon(_cancel_when_set, gone, group.cancel_scope)
                 if tool in WAITING:
-                    group.start_soon(self._progress, ctx, started)
+                    every, total = self.progress_seconds, float(self.max_wait_ms)
+                    group.start_soon(report_progress, ctx, started, every, total)
                 try:
                     answer = await self._answer(tool, arguments, call_id, token, key, started, live)
                 except Exception as exc:  # a bug or a port beyond deliver_call's handling
@@ -459,19 +434,6 @@ class ToolsMcp:
         False after `timeout` seconds."""
         with self._flight:
             return self._flight.wait_for(lambda: self._busy == 0, timeout)
-
-    async def _progress(self, ctx: Context[Any, Any], started: float) -> None:
-        """TOL-6: `notifications/progress` every `progress_seconds` while a call waits
-        (a no-op when the client sent no progress token)."""
-        total = float(self.max_wait_ms)
-        while True:
-            await anyio.sleep(self.progress_seconds)
-            waited = (time.monotonic() - started) * 1000.0
-            try:
-                await ctx.report_progress(min(waited, total), total, "waiting")
-            except Exception as exc:  # a closed stream: the result will not arrive either
-                log.info("progress not sent: %s", summarize_error(exc))
-                return
 
 
 async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
