@@ -433,3 +433,35 @@ def test_a_start_up_failure_is_one_line_and_exit_2(db: Path) -> None:
         ),
         "--max-calls-per-token N must be between 1 and 100000",
     )
+
+
+@pytest.mark.rule("TOL-11", "TOL-8")
+def test_a_client_of_the_per_request_era_is_served_without_a_session(
+    db: Path, tmp_path: Path
+) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    toks = tokens(db, ["w0"])
+    seen: dict[str, Any] = {}
+
+    async def scenario(served: Served) -> None:
+        for name, tok in (("bound", toks["w0"]), ("anonymous", None)):
+            headers = {"Authorization": f"Bearer {tok}"} if tok else {}
+            async with (
+                create_mcp_http_client(headers=headers) as hc,
+                Client(streamable_http_client(served.url, http_client=hc), mode="2026-07-28") as c,
+            ):
+                seen[name] = await c.call_tool("task_poll", {"task_id": "c0", **FOREVER})
+
+    with http_server(db, tmp_path / "e.txt", "--max-wait-ms", "300") as served:
+        asyncio.run(scenario(served))
+    bound = seen["bound"]
+    assert body(bound)["outcome"] == "done" and body(bound)["cut_short"] is True
+    assert (
+        text(bound)
+        .splitlines()[-1]
+        .endswith("Call task_poll again to keep waiting: this turn allows 4 more.")
+    )
+    assert text(seen["anonymous"]) == "not authorised: no token"
