@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from typing import Annotated, Any
 
@@ -225,7 +226,10 @@ def serve_cmd(
         store.close()
     if tools.fatal is not None:  # FLT-3: the outage outlasted its budget
         sys.stderr.write(f"markertools tools serve: {tools.fatal}\n")
-        raise typer.Exit(EX_TEMPFAIL)
+        sys.stderr.flush()
+        # at once: a worker thread may still block on the dead store (a pool timeout) or
+        # on standard input, and would hold the interpreter's exit
+        os._exit(EX_TEMPFAIL)
 
 
 def _run(main: Any) -> None:

@@ -158,3 +158,50 @@ def test_an_outage_past_its_budget_exits_75_with_one_line(
         "longer than the outage budget of 2 s (--store-outage-seconds); last error: " in lines[-1]
     )
     assert "Traceback" not in errlog.read_text()
+
+
+@pytest.mark.rule("FLT-3")
+def test_an_outage_past_its_budget_ends_a_stdio_server_with_75_too(pg: PrivatePostgres) -> None:
+    import json
+    import os
+    import subprocess
+
+    from support.cli import EXE
+
+    tok = _token(pg)
+    env = {**os.environ, "MARKERTOOLS_TASK_TOKEN": tok}
+    argv = [str(EXE), "tools", "serve", "--db", pg.dsn, "--max-wait-ms", "1000"]
+    proc = subprocess.Popen(
+        [*argv, "--store-outage-seconds", "2"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})  # fmt: skip
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        pg.halt()
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "task_list", "arguments": {}}})  # fmt: skip
+        refused = json.loads(proc.stdout.readline())["result"]
+        code = proc.wait(60)  # standard input still open: the outage alone ends it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert refused["isError"] and "the store has been unavailable" in refused["content"][0]["text"]
+    assert code == 75
+    stderr = proc.stderr.read().decode()
+    assert stderr.splitlines()[-1].startswith("markertools tools serve: the store unavailable for ")
+    assert "Traceback" not in stderr
