@@ -47,7 +47,6 @@ NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
         "ENG-2",
         "ENG-3",
         "TOL-10",
-        "TOL-11",
     }
 )
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         deliver_call,
         resolve_tool_kind,
     )
+    from markertools.deliver.call_wait import CallWait, plan_call_wait
     from markertools.deliver.handlers.read import is_priced
     from markertools.deliver.loop import DEFAULT_DELIVERY_DEADLINE, deliver_turn
     from markertools.deliver.once import (
@@ -221,6 +222,8 @@ _EXPORTS: dict[str, str] = {
     "call_result_json": "markertools.deliver.call",
     "deliver_call": "markertools.deliver.call",
     "resolve_tool_kind": "markertools.deliver.call",
+    "CallWait": "markertools.deliver.call_wait",
+    "plan_call_wait": "markertools.deliver.call_wait",
     "DEFAULT_TOKEN_TTL": "markertools.deliver.tokens",
     "Authorization": "markertools.deliver.tokens",
     "MintedToken": "markertools.deliver.tokens",
@@ -430,6 +433,7 @@ __all__ = [
     "CallIdReused",
     "CallLedger",
     "CallResult",
+    "CallWait",
     "ChangeWaiter",
     "Checkpoint",
     "Claim",
@@ -544,6 +548,7 @@ __all__ = [
     "pause_automation",
     "pending_turn_of",
     "pick_claim",
+    "plan_call_wait",
     "quota_exhausted",
     "quota_hold_reason",
     "recover_pending_turns",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import threading
 import time
@@ -51,9 +52,19 @@ class OutageTooLong(MarkertoolsError):
 
     def __str__(self) -> str:
         return (
-            f"{self.what} was unavailable for {self.seconds:.0f} s, longer than the outage budget"
+            f"{self.what} was unavailable for {_seconds_past(self.seconds, self.budget)} s,"
+            " longer than the outage budget"
             f" of {self.budget:g} s (--store-outage-seconds); last error: {self.cause}"
         )
+
+
+def _seconds_past(seconds: float, budget: float) -> str:
+    """`seconds` in whole seconds, or in tenths rounded up when whole seconds would read
+    "2 s, longer than the outage budget of 2 s"."""
+    whole = f"{seconds:.0f}"
+    if float(whole) > budget:
+        return whole
+    return f"{math.ceil(seconds * 10 - 1e-6) / 10:.1f}"
 
 
 def backoff_delay(

@@ -85,6 +85,14 @@ def test_an_outage_longer_than_its_budget_names_the_budget_and_the_cause() -> No
         "the database was unavailable for 31 s, longer than the outage budget of 30 s"
         " (--store-outage-seconds); last error: StoreUnavailable: server closed the connection"
     )
+    again = Outage("the database", 30, clock=clock)  # 30.4 s: never "30 s, longer than 30 s"
+    again.failed(StoreUnavailable("server closed the connection"))
+    clock.t += 30.4
+    with pytest.raises(OutageTooLong) as caught:
+        again.failed(StoreUnavailable("server closed the connection"))
+    assert str(caught.value).startswith(
+        "the database was unavailable for 30.4 s, longer than the outage budget of 30 s"
+    )
 
 
 @pytest.mark.rule("FLT-3", "FLT-8")

@@ -3,7 +3,8 @@
 Dependencies point one way, top to bottom:
 
 0. `call`          `deliver_call`: one same-turn tool call as a one-block turn (TOL-2),
-   on the loop's own path; `tokens`: task tokens binding a tool server (TOL-3);
+   on the loop's own path; `call_wait`: what such a call would wait for, read before
+   it is delivered (TOL-11); `tokens`: task tokens binding a tool server (TOL-3);
 1. `loop`          `deliver_turn`: discards, one handler per command, audit, report;
 2. `handlers`      one module per kind family, each handler keyed by the params class
    of its kind's row; merged by `handlers.registry`;

@@ -101,6 +101,9 @@ class CallResult:
     replayed: bool = False
     text: str = ""
     fields: Mapping[str, object] = attrs.field(factory=dict)
+    # TOL-4: how many more calls (or blocks) of the kind this turn still runs after this
+    # one; None when the call was not counted (refused before its cap) or is a replay
+    calls_left: int | None = None
 
     @property
     def is_error(self) -> bool:
@@ -212,10 +215,10 @@ def _result(
     fields: Mapping[str, object] | None = None,
     *,
     after_turn: bool = False,
+    calls_left: int | None = None,
 ) -> CallResult:
-    return CallResult(
-        entry, False, _call_text(entry, locale, after_turn=after_turn), dict(fields or {})
-    )
+    text = _call_text(entry, locale, after_turn=after_turn)
+    return CallResult(entry, False, text, dict(fields or {}), calls_left)
 
 
 def _refused(kind: str, reason: Msg, locale: str) -> CallResult:
@@ -352,6 +355,7 @@ def deliver_call(
     deadline: float | None = DEFAULT_DELIVERY_DEADLINE,
     cancel: object = None,
     claim: Claim | None = None,
+    waited: float = 0.0,
 ) -> CallResult:
     """Deliver one same-turn tool call of `sender` (TOL-2): a one-block turn through the
     same validation, clamps, gates, handler, audit record (source "tool") and journal as
@@ -374,16 +378,31 @@ def deliver_call(
         claim: as for deliver_turn (FLT-1): every write fenced, LeaseLost once the claim
             lost the task. The worker host passes it; a stand-alone tools server binds by
             token only (a token is revoked when its task leaves `running`).
+        waited: seconds the call already waited before this delivery (TOL-11: a tool
+            server that waits for a poll's or wait's targets without holding a thread,
+            then delivers): a task-poll's or wait-threads' clock starts that far back,
+            so its timeout, the `deadline` and the waited time it reports all count
+            from when the call began; the report then says "timed out after N s" or
+            that the call's limit cut it short exactly as without the earlier wait.
+            0 (the default) for a call delivered when it arrives.
 
     The caps of the sender's current turn (`Task.turn`) are shared with the turn's
     blocks (TOL-4). A goal-convert call's "/goal ..." is held and queued right after
     this turn's report (TOL-7). Nothing in `arguments` makes it raise; ValueError only for
-    a locale, deadline, cancel signal or claim outside what is documented, CallIdReused
-    (a ValueError) for a call id reused with other arguments, LeaseLost for a stale claim
-    - all MarkertoolsErrors.
+    a locale, deadline, waited, cancel signal or claim outside what is documented,
+    CallIdReused (a ValueError) for a call id reused with other arguments, LeaseLost for
+    a stale claim - all MarkertoolsErrors. `CallResult.calls_left` says how many more
+    calls of the kind the turn still runs (TOL-4).
     """
     locale = checked_value(Locale, locale, "locale")
     seconds = _check_deadline(deadline)
+    if (
+        isinstance(waited, bool)
+        or not isinstance(waited, int | float)
+        or not math.isfinite(waited)
+        or waited < 0
+    ):
+        raise ValueError(f"waited must be a finite number of seconds >= 0; got {waited!r}")
     stop = _cancel_signal(cancel)
     spec = resolve_tool_kind(kind)
     shown_kind = spec.name if spec is not None else (kind if isinstance(kind, str) else "?")
@@ -448,14 +467,15 @@ def deliver_call(
         raise
     except Exception as exc:
         return _refused(spec.name, msg("deliver.port_failed", error=summarize_error(exc)), locale)
+    left = max(0, spec.cap - position)
     if position > spec.cap:
         entry = ReportEntry(spec.name, CALL_LINE, "ignored", None, over_cap_reason(spec, position))
-        return _finish(ports, sender_id, turn_id, _result(entry, locale), fence)
+        return _finish(ports, sender_id, turn_id, _result(entry, locale, calls_left=left), fence)
     body = arguments_body(arguments)
     validated = body if isinstance(body, Msg) else _validate(spec, body)
     if isinstance(validated, Msg):
         entry = ReportEntry(spec.name, CALL_LINE, "skipped", None, validated)
-        return _finish(ports, sender_id, turn_id, _result(entry, locale), fence)
+        return _finish(ports, sender_id, turn_id, _result(entry, locale, calls_left=left), fence)
     cmd = validated
     plan = TurnPlan((cmd,))
     try:
@@ -466,7 +486,8 @@ def deliver_call(
         )
     journal.restore(plan)
     started = _now(ports)
-    deadline_at = None if seconds is None or started is None else started + seconds
+    began = None if started is None else started - float(waited)  # TOL-11
+    deadline_at = None if seconds is None or began is None else began + seconds
     ctx = TurnContext(
         task,
         ports,
@@ -478,6 +499,7 @@ def deliver_call(
         cancel=stop,
         journal=journal,
         source="tool",
+        waited=float(waited),
     )
     entry = _block(0, cmd, ctx)
     held = ctx.followups_after_report
@@ -494,7 +516,7 @@ def deliver_call(
                 ctx, ctx.rejected(cmd, None, msg("deliver.port_failed", error=summarize_error(exc)))
             )
     fields = _fields(spec, entry, ports, cmd, ctx.sender)
-    result = _result(entry, locale, fields, after_turn=bool(held))
+    result = _result(entry, locale, fields, after_turn=bool(held), calls_left=left)
     return _finish(ports, sender_id, turn_id, result, fence)
 
 

@@ -62,6 +62,7 @@ class TurnFacts:
     deadline_seconds: float | None = None  # TRN-11: the deadline as the caller gave it
     cancel: Callable[[], bool] | None = None  # TRN-11: the caller's cancellation signal
     source: str = "block"  # TOL-2: "tool" when the block is a same-turn tool call
+    waited: float = 0.0  # TOL-11: seconds a call already waited before its delivery
 
 
 class TurnContext:
@@ -88,9 +89,19 @@ class TurnContext:
         cancel: Callable[[], bool] | None = None,
         journal: TurnJournal | None = None,
         source: str = "block",
+        waited: float = 0.0,
     ) -> None:
         self.facts: Final = TurnFacts(
-            sender, ports, locale, plan, turn_id, deadline_at, deadline_seconds, cancel, source
+            sender,
+            ports,
+            locale,
+            plan,
+            turn_id,
+            deadline_at,
+            deadline_seconds,
+            cancel,
+            source,
+            waited,
         )
         self.journal: Final = journal or TurnJournal(ports.journal, sender.id, turn_id)
         self._sender = sender
@@ -132,6 +143,13 @@ class TurnContext:
     @property
     def deadline_seconds(self) -> float | None:
         return self.facts.deadline_seconds
+
+    @property
+    def waited(self) -> float:
+        """TOL-11: how long a same-turn call already waited before it was delivered (the
+        tool server waits without a thread first); a poll's or wait's clock starts that
+        far back. 0 for blocks."""
+        return self.facts.waited
 
     @property
     def sender(self) -> Task:

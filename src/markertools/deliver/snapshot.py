@@ -20,9 +20,17 @@ from markertools.domain.ports import RandomSource
 from markertools.inject.framing import frame_data
 from markertools.text.msg import Msg, msg
 
-# "deadline": the delivery's deadline cut the wait short; "stopped": its cancellation did
+# "deadline": the delivery's deadline cut the wait short; "stopped": its cancellation did;
+# "call_limit": a same-turn call's own limit did (TOL-6)
 SnapshotState = Literal[
-    "finished", "now", "timed_out", "sender_cancelled", "vanished", "stopped", "deadline"
+    "finished",
+    "now",
+    "timed_out",
+    "sender_cancelled",
+    "vanished",
+    "stopped",
+    "deadline",
+    "call_limit",
 ]
 
 _PLAIN_MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,99}")
@@ -121,6 +129,13 @@ def _state_msg(state: SnapshotState, task: Task, waited: float, deadline: float 
             deadline=round(deadline, 3),
             status=task.status,
         )
-    if state in ("stopped", "deadline"):
+    if state == "call_limit" and deadline is not None:
+        return msg(
+            "read.state_call_limit",
+            seconds=round(waited, 3),
+            deadline=round(deadline, 3),
+            status=task.status,
+        )
+    if state in ("stopped", "deadline", "call_limit"):
         return msg("read.state_stopped", seconds=round(waited, 3), status=task.status)
     return msg(f"read.state_{state}", status=task.status)

@@ -27,6 +27,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "NOT finished: stopped waiting after {seconds} s because the delivery's deadline passed ({deadline} s from its start, shared by every poll and wait of the turn), last status seen '{status}'; poll again in a later turn",
         "zh": "未结束：投递的截止时间已到（从投递开始共 {deadline} 秒，本轮所有查询与等待共用），等待 {seconds} 秒后停止，最后看到的状态为“{status}”；可在之后的轮次再次查询",
     },
+    "read.state_call_limit": {
+        "en": "NOT finished: stopped waiting after {seconds} s, the limit of one call ({deadline} s), last status seen '{status}'",
+        "zh": "未结束：等待 {seconds} 秒后停止，已到单次调用的上限（{deadline} 秒），最后看到的状态为“{status}”",
+    },
     "read.state_timed_out": {
         "en": "NOT finished: timed out after {seconds} s, last status seen '{status}'",
         "zh": "未结束：等待 {seconds} 秒后超时，最后看到的状态为“{status}”",

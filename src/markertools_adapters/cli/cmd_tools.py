@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from typing import Annotated, Any
 
@@ -115,7 +116,7 @@ def serve_cmd(
         typer.Option(
             "--max-wait-ms",
             help="how long one task_poll or wait_threads call waits at most; a call cut "
-            "short says what is still running and can be repeated (TOL-6)",
+            "short says what is still running and what to do next (TOL-6)",
             metavar="N",
         ),
     ] = 100_000,
@@ -137,15 +138,44 @@ def serve_cmd(
             metavar="noop|local|docker",
         ),
     ] = "noop",
+    max_calls_per_token: Annotated[
+        int,
+        typer.Option(
+            "--max-calls-per-token",
+            help="calls one token may run at once; one more is refused naming the bound (TOL-11)",
+            metavar="N",
+        ),
+    ] = 8,
+    max_sessions_per_token: Annotated[
+        int,
+        typer.Option(
+            "--max-sessions-per-token",
+            help="with --http: sessions one token may hold open; a new one past it ends "
+            "the token's oldest idle session, or is refused when all are busy (TOL-11)",
+            metavar="N",
+        ),
+    ] = 8,
+    store_outage_seconds: Annotated[
+        float,
+        typer.Option(
+            "--store-outage-seconds",
+            help="how long a store outage is ridden out (calls wait for the store within "
+            "their own limit, then are refused naming the outage); past it the server "
+            "exits 75 (FLT-3)",
+            metavar="SECONDS",
+        ),
+    ] = 300.0,
 ) -> None:
-    """The fourteen marker tools as an MCP server bound to one task per token (TOL-1..8)."""
+    """The fourteen marker tools as an MCP server bound to one task per token (TOL-1..11)."""
+    from markertools_adapters._outage import EX_TEMPFAIL
     from markertools_adapters.tools import (
+        ListenFailed,
         NotLoopback,
         ToolsMcp,
         bearer_token,
         env_token,
+        listen,
         parse_listen,
-        serve_http,
     )
 
     if locale not in ("en", "zh"):
@@ -154,15 +184,25 @@ def serve_cmd(
         fail("--max-wait-ms N must be between 0 and 3600000")
     if executor not in ("noop", "local", "docker"):
         fail(f"--executor {executor[:40]}: expected noop, local or docker")
-    listen: tuple[str, int] | None = None
+    if not 1 <= max_calls_per_token <= 100_000:
+        fail("--max-calls-per-token N must be between 1 and 100000")
+    if not 1 <= max_sessions_per_token <= 100_000:
+        fail("--max-sessions-per-token N must be between 1 and 100000")
+    if not 0 <= store_outage_seconds <= 86_400 * 7:
+        fail("--store-outage-seconds SECONDS must be between 0 and 604800")
+    address: tuple[str, int] | None = None
     if http is not None:
         try:
-            listen = parse_listen(http)
+            address = parse_listen(http)
         except NotLoopback as exc:
             fail(str(exc))
+    from markertools_adapters.tools import RateLimitFilter
+
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="markertools tools serve: %(message)s"
     )
+    for handler in logging.getLogger().handlers:  # TOL-11: what clients provoke, bounded
+        handler.addFilter(RateLimitFilter(("mcp", "uvicorn", "sse_starlette", "psycopg")))
     store = _connect(db, executor)
     try:
         tools = ToolsMcp(
@@ -170,24 +210,72 @@ def serve_cmd(
             store.ports,
             locale=locale,
             max_wait_ms=max_wait_ms,
-            token_of=bearer_token if listen is not None else env_token,
+            token_of=bearer_token if address is not None else env_token,
+            max_calls_per_token=max_calls_per_token,
+            store_outage_seconds=store_outage_seconds,
         )
-        if listen is not None:
-            asyncio.run(serve_http(tools, *listen))
+        if address is not None:
+            try:
+                sock = listen(*address)
+            except ListenFailed as exc:
+                fail(str(exc))
+            _run(_serve_http(tools, sock, max_sessions_per_token))
         else:
-            asyncio.run(_serve_stdio(tools))
+            _run(_serve_stdio(tools))
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     finally:
         store.close()
+    if tools.fatal is not None:  # FLT-3: the outage outlasted its budget
+        sys.stderr.write(f"markertools tools serve: {tools.fatal}\n")
+        sys.stderr.flush()
+        # at once: a worker thread may still block on the dead store (a pool timeout) or
+        # on standard input, and would hold the interpreter's exit
+        os._exit(EX_TEMPFAIL)
+
+
+def _run(main: Any) -> None:
+    """asyncio.run, an exception group of one error raised as that error."""
+    try:
+        asyncio.run(main)
+    except BaseExceptionGroup as group:
+        leaves = list(_leaves(group))
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Any:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
+
+
+async def _serve_http(tools: Any, sock: Any, sessions_per_token: int) -> None:
+    from markertools_adapters.tools import serve_http
+
+    async with tools.running() as stopping:
+        await serve_http(tools, sock, sessions_per_token=sessions_per_token, stop=stopping)
 
 
 async def _serve_stdio(tools: Any) -> None:
     """Serve stdin/stdout through the bounded transport `dots serve` uses (one
     newline-delimited JSON-RPC message per line, malformed lines answered with JSON-RPC
-    errors) until standard input closes."""
+    errors) until standard input closes, or an outage outlasts its budget."""
+    import anyio
+
+    from markertools_adapters._mcp_tools import serve_streams
     from markertools_adapters.dots._mcp_stdio import stdio_transport
 
-    lowlevel = tools.server._lowlevel_server  # what MCPServer.run_stdio_async runs (mcp pinned)
-    async with stdio_transport(locale=tools.locale) as (read, write):
-        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    async with tools.running() as stopping, anyio.create_task_group() as group:
+
+        async def stop_when_fatal() -> None:
+            await stopping.wait()
+            group.cancel_scope.cancel()
+
+        group.start_soon(stop_when_fatal)
+        async with stdio_transport(locale=tools.locale) as (read, write):
+            await serve_streams(tools.server, read, write)
+        group.cancel_scope.cancel()

@@ -1,140 +1,105 @@
-# Owns: `ToolsMcp`, the fourteen marker tools as an MCP server (TOL-1..8, docs/tools.md)
-# on the official MCP Python SDK (`mcp.server.mcpserver.MCPServer`): one declaration per
-# tool (`_declare`: name, the kind's body schema, the guide's description), each call
-# delivered by `markertools.deliver_call` for the task its token binds, in a worker
-# thread, answered with `content` = the agent-readable text, `structuredContent` =
-# `markertools.call_result_json` (it holds the text too: Codex shows the model only the
-# structured content) and `isError` for rejected and skipped calls.
+# Owns: `ToolsMcp`, the fourteen marker tools as an MCP server (TOL-1..8, TOL-11, FLT-3,
+# docs/tools.md) on the official MCP Python SDK (`mcp.server.mcpserver.MCPServer`): one
+# declaration per tool (`_declare`: name, the kind's body schema, the guide's
+# description; declared through `_mcp_tools.declare_tool`), each call delivered by
+# `markertools.deliver_call` for the task its token binds and answered as `_results`
+# shapes it.
 #
-# Binding (TOL-3): the token of each call comes from `token_of(ctx)` - on stdio the
-# environment variable MARKERTOOLS_TASK_TOKEN, read at every call; over Streamable HTTP
-# the request's `Authorization: Bearer` header - and is authorised at every call, so a
-# task that stopped running, or a revoked or expired token, is refused from then on.
-# Waiting (TOL-6): every call runs with the deadline `max_wait_ms`; task_poll and
-# wait_threads wake early on a change (`_wait.CallWaiter`), report progress while they
-# wait when the client sent a progress token, stop at once when the request is
-# cancelled, and say which targets are still running when the limit cut them short.
+# Binding (TOL-3): the token of each call comes from `token_of(ctx)` (`_request`: on
+# stdio the environment variable MARKERTOOLS_TASK_TOKEN, read at every call; over
+# Streamable HTTP the request's `Authorization: Bearer` header) and is authorised at
+# every call, so a task that stopped running, or a revoked or expired token, is refused
+# from then on.
+# Fairness (TOL-11): a token runs at most `max_calls_per_token` calls at once (one more
+# is refused naming the bound); every store call runs in one bounded, fair pool
+# (`_pool.FairPool`); a task_poll or wait_threads call first waits WITHOUT a thread -
+# on the connection's `_watch.StatusWatch`, until its targets finish, its sender stops,
+# its timeout or the server's limit - then is delivered with `waited=` that long, so
+# its report is exact. A call whose HTTP exchange ended (the client disconnected; the
+# gate of `_http` sets `GONE_KEY` of the request's scope) ends at once.
+# Waiting (TOL-6): every call runs with the deadline `max_wait_ms`; a waiting call
+# reports progress when the client sent a progress token, stops at once when the
+# request is cancelled, and says which targets are still running when the limit cut it
+# short. Outages (FLT-3): `_store.StoreAccess`.
 #
 # Must never: raise out of a call for anything a client sends (a tool error instead),
-# put the token (or any part of it) in a result, a log record or an error, or act for
-# a task other than the one the call's token binds.
+# put the token (or any part of it) in a result, a log record or an error, act for a
+# task other than the one the call's token binds, or hold a thread while a call waits.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import anyio
-import anyio.to_thread
 import attrs
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict
+from mcp_types import CallToolResult
 
 import markertools
 from markertools import (
+    Authorization,
     CallResult,
+    CallWait,
     Ports,
     TaskTokenStore,
     authorize_task_token,
-    call_result_json,
     deliver_call,
     msg,
+    plan_call_wait,
     summarize_error,
 )
+from markertools_adapters._mcp_tools import declare_tool
+from markertools_adapters._outage import DEFAULT_OUTAGE_SECONDS, Outage
 from markertools_adapters.tools._declare import (
     CHANGING,
     TOOL_NAMES,
     WAITING,
     description,
     input_schema,
-    kind_of,
+)
+from markertools_adapters.tools._pool import DEFAULT_POOL_SIZE, FairPool
+from markertools_adapters.tools._ratelog import RateLimitedLog
+from markertools_adapters.tools._request import (
+    GONE_KEY,
+    TokenSource,
+    env_token,
+    report_progress,
+    token_key,
+)
+from markertools_adapters.tools._results import delivered, refusal
+from markertools_adapters.tools._store import (
+    Probe,
+    StoreAccess,
+    StoreDown,
+    observed,
+    observed_ports,
 )
 from markertools_adapters.tools._wait import CallWaiter, StopClock
+from markertools_adapters.tools._watch import StatusWatch
 
 log = logging.getLogger("markertools.tools.serve")
 
 SERVER_NAME: Final[str] = "markertools"
-TOKEN_ENV: Final[str] = "MARKERTOOLS_TASK_TOKEN"
 CALL_ID_META_KEY: Final[str] = "markertools/callId"
 DEFAULT_MAX_WAIT_MS: Final[int] = 100_000
+DEFAULT_MAX_CALLS_PER_TOKEN: Final[int] = 8
 PROGRESS_SECONDS: Final[float] = 5.0  # a progress notification this often while waiting
-STILL_RUNNING: Final[frozenset[str]] = frozenset({"queued", "running"})  # not terminal
 INSTRUCTIONS: Final[str] = (
     "The marker tools of one markertools task: create and watch subtasks, todos, "
     "automations. Each call is a marker block answered at once; the caps per turn are "
     "shared with the blocks of your answer. Data of other tasks is framed and inert."
 )
-_READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-
-TokenSource = Callable[[Context[Any, Any]], str | None]
 
 
-class RawArguments(ArgModelBase):
-    """What the SDK checks before calling a tool: nothing. `deliver_call` checks the
-    call's arguments itself (the block's validator), so a refusal names the field as a
-    block's would and is a tool result, never a protocol error."""
+@attrs.frozen
+class Live:
+    """What a connection's lifespan gives its calls: the status watch it runs."""
 
-    model_config = ConfigDict(extra="ignore")
-
-
-def env_token(_: Context[Any, Any]) -> str | None:
-    """stdio: the token in MARKERTOOLS_TASK_TOKEN, read at every call."""
-    return os.environ.get(TOKEN_ENV)
-
-
-def bearer_token(ctx: Context[Any, Any]) -> str | None:
-    """Streamable HTTP: the request's `Authorization: Bearer TOKEN` header."""
-    headers = ctx.headers
-    if headers is None:
-        return None
-    value = headers.get("authorization")
-    if not isinstance(value, str):
-        return None
-    scheme, _, token = value.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    return token.strip() or None
-
-
-def _result(body: dict[str, Any], text: str, *, error: bool) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=body,
-        is_error=error,
-    )
-
-
-def _refusal(tool: str, text: str) -> CallToolResult:
-    body: dict[str, Any] = {
-        "kind": kind_of(tool),
-        "outcome": "rejected",
-        "target": None,
-        "reason": text,
-        "replayed": False,
-        "text": text,
-    }
-    return _result(body, text, error=True)
-
-
-def _still_running(body: Mapping[str, Any]) -> list[str]:
-    """The ids of the snapshots in a poll's or wait's fields that are not finished."""
-    snaps: list[Any] = []
-    if isinstance(body.get("task"), Mapping):
-        snaps.append(body["task"])
-    if isinstance(body.get("tasks"), list):
-        snaps.extend(body["tasks"])
-    return [
-        str(s["id"])
-        for s in snaps
-        if isinstance(s, Mapping) and s.get("status") in STILL_RUNNING and "id" in s
-    ]
+    watch: StatusWatch
 
 
 class ToolsMcp:
@@ -144,7 +109,8 @@ class ToolsMcp:
     TaskTokenStore), `ports` what calls are delivered through (`store.ports` of a store
     opened with `markertools_adapters.connect`); `token_of` finds a call's token
     (`env_token` for stdio, `bearer_token` for Streamable HTTP). `server` is the
-    MCPServer to run or to hand to an in-process `mcp.Client`."""
+    MCPServer to run or to hand to an in-process `mcp.Client`; `running()` is what a
+    process serving it runs around it (the outage watchdog)."""
 
     def __init__(
         self,
@@ -155,31 +121,46 @@ class ToolsMcp:
         max_wait_ms: int = DEFAULT_MAX_WAIT_MS,
         token_of: TokenSource = env_token,
         progress_seconds: float = PROGRESS_SECONDS,
+        max_calls_per_token: int = DEFAULT_MAX_CALLS_PER_TOKEN,
+        store_threads: int = DEFAULT_POOL_SIZE,
+        store_outage_seconds: float = DEFAULT_OUTAGE_SECONDS,
     ) -> None:
         if locale not in ("en", "zh"):
             raise ValueError(f"locale must be en or zh; got {locale!r}")
         if isinstance(max_wait_ms, bool) or not isinstance(max_wait_ms, int) or max_wait_ms < 0:
             raise ValueError(f"max_wait_ms must be an integer >= 0; got {max_wait_ms!r}")
+        if (
+            isinstance(max_calls_per_token, bool)
+            or not isinstance(max_calls_per_token, int)
+            or max_calls_per_token < 1
+        ):
+            raise ValueError(
+                f"max_calls_per_token must be an integer >= 1; got {max_calls_per_token!r}"
+            )
         self.store = store
         self.ports = ports
         self.locale = locale
         self.max_wait_ms = max_wait_ms
         self.token_of = token_of
         self.progress_seconds = progress_seconds
+        self.max_calls_per_token = max_calls_per_token
+        self.pool = FairPool(store_threads)
+        self.access = StoreAccess(self.pool, Outage("the store", store_outage_seconds, log=log))
+        self.refusals = RateLimitedLog(log)
         self.calls_served = 0
-        self._in_flight = 0  # delivery threads still running (a cancelled one ends soon)
+        self._running: dict[str, int] = {}  # token key -> calls running now
+        self._busy = 0  # calls waiting or delivering (tests, bench: wait_busy / wait_idle)
         self._flight = threading.Condition()
+        self._watches: list[StatusWatch] = []
+        # the SDK checks no argument: `deliver_call` checks them (the block's validator),
+        # so a refusal names the field as a block's would and is a tool result
         tools = [
-            Tool(
-                fn=self._entry(name),
+            declare_tool(
+                self._entry(name),
                 name=name,
-                title=name.replace("_", " "),
                 description=description(name, locale),
-                parameters=input_schema(name),
-                fn_metadata=FuncMetadata(arg_model=RawArguments),
-                is_async=True,
-                context_kwarg="ctx",
-                annotations=_CHANGES if name in CHANGING else _READ_ONLY,
+                schema=input_schema(name),
+                changes=name in CHANGING,
             )
             for name in TOOL_NAMES
         ]
@@ -189,7 +170,56 @@ class ToolsMcp:
             tools=tools,
             version=markertools.__version__,
             log_level="WARNING",  # the SDK's handler; our records are never more than that
+            lifespan=self._lifespan,
         )
+
+    # ---- lifecycles ------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _lifespan(self, _: MCPServer[Any]) -> AsyncIterator[Live]:
+        """One connection (stdio: the process; HTTP: the session manager; an in-process
+        client): its status watch, run by this task group."""
+        watch = StatusWatch(
+            self.ports.tasks,
+            self.ports.waiter,
+            self.pool,
+            on_failure=self.access.failed,
+            on_success=self.access.ok,
+            store_back=self.access.back,
+        )
+        self._watches.append(watch)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(watch.run)
+                try:
+                    yield Live(watch)
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            self._watches.remove(watch)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[anyio.Event]:
+        """What a serving process runs around the server: the outage watchdog (FLT-3).
+        Yields the event set once an outage outlasted `store_outage_seconds` (then
+        `fatal` says why and the process should stop, exit 75)."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.access.watchdog, self._probe)
+            try:
+                yield self.access.stopping()
+            finally:
+                group.cancel_scope.cancel()
+
+    @property
+    def fatal(self) -> BaseException | None:
+        return self.access.fatal
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting on a status watch now (tests, bench)."""
+        return sum(w.waiting for w in self._watches)
+
+    # ---- one call --------------------------------------------------------------------
 
     def _entry(self, tool: str) -> Callable[..., Awaitable[CallToolResult]]:
         async def entry(ctx: Context[Any, Any]) -> CallToolResult:
@@ -205,113 +235,207 @@ class ToolsMcp:
         arguments = params.get("arguments")
         meta = request.meta if isinstance(request.meta, Mapping) else {}
         call_id = meta.get(CALL_ID_META_KEY)
+        live = request.lifespan_context if isinstance(request.lifespan_context, Live) else None
+        scope = getattr(request.request, "scope", None)
+        gone = scope.get(GONE_KEY) if isinstance(scope, Mapping) else None
         try:
             token = self.token_of(ctx)
         except Exception:
             token = None
-        now = self.ports.clock.now()
-        auth = await anyio.to_thread.run_sync(authorize_task_token, self.store, token, now)
-        del token
-        if not auth.ok or auth.task_id is None:
-            assert auth.refusal is not None
-            text = auth.refusal.render(self.locale)
-            log.info("%s refused: %s", tool, text)
-            return _refusal(tool, text)
-        sender = auth.task_id
-        stop = threading.Event()
-        ports = attrs.evolve(
-            self.ports,
-            waiter=CallWaiter(self.ports.tasks, stop, self.ports.waiter),
-            clock=StopClock(self.ports.clock, stop),
-        )
-        limit = self.max_wait_ms / 1000.0
-
-        def work() -> CallResult:
-            with self._flight:
-                self._in_flight += 1
-                self._flight.notify_all()
-            try:
-                return self._deliver(tool, arguments, sender, ports, call_id, limit, stop)
-            finally:
-                with self._flight:
-                    self._in_flight -= 1
-                    self._flight.notify_all()
-
+        key = token_key(token)
+        if self._running.get(key, 0) >= self.max_calls_per_token:  # TOL-11
+            text = msg("toolserver.too_many_calls", max=self.max_calls_per_token)
+            return self._refused(tool, text.render(self.locale))
+        self._running[key] = self._running.get(key, 0) + 1
         started = time.monotonic()
+        answer: CallToolResult | None = None
         try:
-            async with anyio.create_task_group() as group:
+            async with anyio.create_task_group() as group:  # the call's helpers
+                if isinstance(gone, anyio.Event):
+                    group.start_soon(_cancel_when_set, gone, group.cancel_scope)
                 if tool in WAITING:
-                    group.start_soon(self._progress, ctx, started)
+                    every, total = self.progress_seconds, float(self.max_wait_ms)
+                    group.start_soon(report_progress, ctx, started, every, total)
                 try:
-                    result = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-                finally:
-                    group.cancel_scope.cancel()
+                    answer = await self._answer(tool, arguments, call_id, token, key, started, live)
+                except Exception as exc:  # a bug or a port beyond deliver_call's handling
+                    log.warning("%s failed: %s", tool, summarize_error(exc))
+                    error = summarize_error(exc)
+                    answer = refusal(
+                        tool, msg("toolserver.internal", error=error).render(self.locale)
+                    )
+                group.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
-            stop.set()  # notifications/cancelled: the waiting thread ends at once
-            log.info("%s of task %s cancelled by the client", tool, sender)
+            log.info("%s cancelled by the client", tool)
             raise
-        except Exception as exc:  # a bug or a port beyond deliver_call's own handling
-            log.warning("%s of task %s failed: %s", tool, sender, summarize_error(exc))
-            return _refusal(
-                tool, msg("toolserver.internal", error=summarize_error(exc)).render(self.locale)
-            )
         finally:
-            stop.set()
-        self.calls_served += 1
-        body = call_result_json(result, self.locale)
-        text = result.text
-        if tool in WAITING and result.entry.outcome == "done":
-            still = _still_running(body)
-            if still and time.monotonic() - started >= limit:
-                extra = msg("toolserver.cut_short", ms=self.max_wait_ms, ids=", ".join(still))
-                text = f"{text}\n{extra.render(self.locale)}"
-                body["text"] = text
-                body["cut_short"] = True
-                body["still_running"] = still
-        log.info("%s of task %s: %s", tool, sender, result.entry.outcome)
-        return _result(body, text, error=result.is_error)
+            left = self._running.get(key, 1) - 1
+            if left > 0:
+                self._running[key] = left
+            else:
+                self._running.pop(key, None)
+        if answer is None:  # the HTTP exchange ended first: no one reads the answer
+            log.info("%s ended: the client disconnected", tool)
+            return refusal(tool, msg("toolserver.client_gone").render(self.locale))
+        return answer
 
-    def _deliver(
+    async def _answer(
         self,
         tool: str,
         arguments: object,
-        sender: str,
-        ports: Ports,
         call_id: object,
+        token: str | None,
+        key: str,
+        started: float,
+        live: Live | None,
+    ) -> CallToolResult:
+        limit = self.max_wait_ms / 1000.0
+        until = started + limit  # FLT-3: how long the call may wait for the store
+        try:
+            auth = await self.authorize(token, key=key, until=until)
+        except StoreDown as down:
+            return self._down(tool, down)
+        del token
+        if not auth.ok or auth.task_id is None:
+            assert auth.refusal is not None
+            return self._refused(tool, auth.refusal.render(self.locale))
+        sender = auth.task_id
+        with self._flight:
+            self._busy += 1
+            self._flight.notify_all()
+        try:
+            if tool in WAITING and live is not None:
+                await self._wait_first(tool, arguments, call_id, sender, key, started, limit, live)
+            try:
+                await self.access.ready(key, until, self._probe)
+            except StoreDown as down:
+                return self._down(tool, down)
+            result = await self._deliver(tool, arguments, call_id, sender, key, started, limit)
+        finally:
+            with self._flight:
+                self._busy -= 1
+                self._flight.notify_all()
+        self.calls_served += 1
+        log.info("%s of task %s: %s", tool, sender, result.entry.outcome)
+        cut = tool in WAITING and time.monotonic() - started >= limit
+        return delivered(tool, result, self.locale, cut_short_ms=self.max_wait_ms if cut else None)
+
+    async def authorize(
+        self, token: str | None, *, key: str | None = None, until: float | None = None
+    ) -> Authorization:
+        """TOL-3: the token's authorisation, read in the pool (retried through an outage
+        until `until`, default the server's wait limit from now; StoreDown after)."""
+        if not token:  # nothing to read
+            return authorize_task_token(self.store, None, 0.0)
+        deadline = until if until is not None else time.monotonic() + self.max_wait_ms / 1000.0
+
+        def check(probe: Probe) -> Authorization:
+            store = observed(self.store, probe)
+            return authorize_task_token(store, token, self.ports.clock.now())
+
+        return await self.access.read(key if key is not None else token_key(token), deadline, check)
+
+    async def _wait_first(
+        self,
+        tool: str,
+        arguments: object,
+        call_id: object,
+        sender: str,
+        key: str,
+        started: float,
         limit: float,
-        stop: threading.Event,
+        live: Live,
+    ) -> None:
+        """TOL-11: what the call would wait for, waited for on the status watch."""
+
+        def plan(probe: Probe) -> CallWait | None:
+            return plan_call_wait(
+                tool,
+                arguments if isinstance(arguments, Mapping) else None,
+                sender=sender,
+                ports=observed_ports(self.ports, probe),
+                call_id=call_id if isinstance(call_id, str) else None,
+            )
+
+        if not (arguments is None or isinstance(arguments, Mapping)):
+            return  # refused at once by the delivery
+        if call_id is not None and not isinstance(call_id, str):
+            return
+        try:
+            wait = await self.access.read(key, started + limit, plan)
+        except StoreDown:
+            return  # the delivery refuses (ready() spends no more of the budget)
+        except Exception as exc:  # the delivery meets it again and says so
+            log.info("%s: the wait was not planned: %s", tool, summarize_error(exc))
+            return
+        if wait is None:
+            return
+        span = min(wait.timeout, limit) - (time.monotonic() - started)
+        if span > 0:
+            await live.watch.wait(wait, span)
+
+    async def _deliver(
+        self,
+        tool: str,
+        arguments: object,
+        call_id: object,
+        sender: str,
+        key: str,
+        started: float,
+        limit: float,
     ) -> CallResult:
-        return deliver_call(
-            tool,
-            arguments if arguments is not None else {},  # type: ignore[arg-type]
-            sender=sender,
-            ports=ports,
-            locale=self.locale,
-            call_id=call_id,  # type: ignore[arg-type]  # deliver_call refuses a bad one
-            deadline=limit,
-            cancel=stop,
+        stop = threading.Event()
+        probe = Probe()
+        ports = attrs.evolve(
+            observed_ports(self.ports, probe),
+            waiter=CallWaiter(self.ports.tasks, stop, self.ports.waiter),
+            clock=StopClock(self.ports.clock, stop),
         )
 
+        def work() -> CallResult:
+            waited = time.monotonic() - started if tool in WAITING else 0.0
+            return deliver_call(
+                tool,
+                arguments if arguments is not None else {},  # type: ignore[arg-type]
+                sender=sender,
+                ports=ports,
+                locale=self.locale,
+                call_id=call_id,  # type: ignore[arg-type]  # deliver_call refuses a bad one
+                deadline=limit,
+                cancel=stop,
+                waited=waited,
+            )
+
+        try:
+            return await self.pool.run_stoppable(key, work, stop)
+        finally:
+            self.access.settle(probe)
+
+    def _probe(self, probe: Probe) -> object:
+        """One cheap store read (the outage watchdog's, and a call's before delivery)."""
+        return observed(self.ports.tasks, probe).get_task("")
+
+    def _refused(self, tool: str, text: str) -> CallToolResult:
+        self.refusals.note(f"{tool} refused: {text}")
+        return refusal(tool, text)
+
+    def _down(self, tool: str, down: StoreDown) -> CallToolResult:
+        text = msg("toolserver.store_outage", seconds=round(down.seconds, 1), error=down.cause)
+        return self._refused(tool, text.render(self.locale))
+
     def wait_busy(self, timeout: float) -> bool:
-        """True once a delivery thread runs, False after `timeout` seconds (tests, bench)."""
+        """True once a call waits or is being delivered, False after `timeout` seconds
+        (tests, bench)."""
         with self._flight:
-            return self._flight.wait_for(lambda: self._in_flight > 0, timeout)
+            return self._flight.wait_for(lambda: self._busy > 0, timeout)
 
     def wait_idle(self, timeout: float) -> bool:
-        """True once no delivery thread runs (a cancelled call's ends at once), False
-        after `timeout` seconds."""
+        """True once no call waits or is being delivered (a cancelled one ends at once),
+        False after `timeout` seconds."""
         with self._flight:
-            return self._flight.wait_for(lambda: self._in_flight == 0, timeout)
+            return self._flight.wait_for(lambda: self._busy == 0, timeout)
 
-    async def _progress(self, ctx: Context[Any, Any], started: float) -> None:
-        """TOL-6: `notifications/progress` every `progress_seconds` while a call waits
-        (a no-op when the client sent no progress token)."""
-        total = float(self.max_wait_ms)
-        while True:
-            await anyio.sleep(self.progress_seconds)
-            waited = (time.monotonic() - started) * 1000.0
-            try:
-                await ctx.report_progress(min(waited, total), total, "waiting")
-            except Exception as exc:  # a closed stream: the result will not arrive either
-                log.info("progress not sent: %s", summarize_error(exc))
-                return
+
+async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()

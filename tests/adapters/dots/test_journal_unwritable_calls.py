@@ -78,7 +78,7 @@ def test_a_journal_that_fails_during_a_turn_stops_the_run_and_its_worker(
     run_id = out["run"]
     view = out["view"]
     assert view["state"] == "paused" and view["pauseReason"] == "internal-error"
-    assert view["pauseDetail"].startswith(f"the run's journal cannot be written (state directory {state} unavailable for ")
+    assert view["pauseDetail"].startswith(f"the run's journal cannot be written (state directory {state} was unavailable for ")
     assert (
         " s, longer than the outage budget of 1 s (--store-outage-seconds); last error: "
         f"StateDirUnwritable: {state}/run-{run_id}.jsonl: cannot append (Operation not "

@@ -11,18 +11,15 @@ import asyncio
 import json
 import os
 import shlex
-import socket
-import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from http_support import http_client, http_server
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from support.cli import EXE, cli, one_line_failure
 from tools_support import ERAS, LEGACY, VALID, body, sqlite_store, text
 
@@ -170,48 +167,6 @@ def test_a_named_task_create_call_names_the_id_and_a_later_at_name_call_says_why
 # ---- Streamable HTTP ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def http_server(db: Path, errlog: Path) -> Iterator[str]:
-    port = free_port()
-    with errlog.open("ab") as err:
-        proc = subprocess.Popen(
-            [str(EXE), "tools", "serve", "--db", str(db), "--http", f"127.0.0.1:{port}"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while True:  # bounded: the server listens within seconds or the test fails
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None, errlog.read_text()
-                assert time.monotonic() < deadline, "the HTTP server did not listen"
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(30)
-
-
-@asynccontextmanager
-async def http_client(url: str, tok: str | None) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {tok}"} if tok is not None else {}
-    async with (
-        create_mcp_http_client(headers=headers) as hc,
-        Client(streamable_http_client(url, http_client=hc), mode=LEGACY) as c,
-    ):
-        yield c
-
-
 @pytest.mark.rule("TOL-3", "TOL-8")
 def test_http_server_binds_each_request_by_its_bearer_token(db: Path, tmp_path: Path) -> None:
     tok1, tok9 = token(db, "t1").strip(), token(db, "t9").strip()
@@ -234,8 +189,8 @@ def test_http_server_binds_each_request_by_its_bearer_token(db: Path, tmp_path: 
         async with http_client(url, "mtt_" + "1" * 64) as guessed:
             out["guessed"] = await guessed.call_tool("task_list", {})
 
-    with http_server(db, errlog) as url:
-        asyncio.run(scenario(url))
+    with http_server(db, errlog) as served:
+        asyncio.run(scenario(served.url))
     with connect(db, executor="noop") as s:
         a_task = s.get_task(body(out["a"])["task_id"])
         b_task = s.get_task(body(out["b"])["task_id"])

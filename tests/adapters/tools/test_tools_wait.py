@@ -7,6 +7,7 @@ token gets `notifications/progress` while the call waits."""
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -39,33 +40,71 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     s.close()
 
 
-@pytest.mark.rule("TOL-6")
-@pytest.mark.parametrize("mode", ERAS)
-def test_a_wait_cut_short_says_what_is_still_running_and_can_be_repeated(
-    tmp_path: Path, mode: str
+ADVICE = {
+    "en": {
+        "poll": "This call waited the server's limit of 300 ms per call; still running: t2. "
+        "Call task_poll again to keep waiting: this turn allows 4 more.",
+        "wait": "This call waited the server's limit of 300 ms per call; still running: t2. "
+        "Call wait_threads again to keep waiting: this turn allows 1 more.",
+        "last": "This call waited the server's limit of 300 ms per call; still running: t2. "
+        "It was the last wait_threads call this turn allows (at most 2 per turn, blocks "
+        "included), so another would be ignored: check on them in your next turn.",
+        "state": r"task t2: status 'running', NOT finished: stopped waiting after 0\.3\d* s, "
+        r"the limit of one call \(0\.3 s\), last status seen 'running'",
+        "over": "over the per-turn cap: at most 2 wait-threads block(s) run per turn",
+    },
+    "zh": {
+        "poll": "本次调用已等待到服务器的单次上限 300 毫秒；仍在运行：t2。"
+        "再次调用 task_poll 即可继续等待：本轮还可调用 4 次。",
+        "wait": "本次调用已等待到服务器的单次上限 300 毫秒；仍在运行：t2。"
+        "再次调用 wait_threads 即可继续等待：本轮还可调用 1 次。",
+        "last": "本次调用已等待到服务器的单次上限 300 毫秒；仍在运行：t2。这是本轮允许的最后一次 "
+        "wait_threads 调用（每轮最多 2 次，含标记块），再调用也会被忽略：请在下一轮再查看它们。",
+        "state": r"任务 t2：状态“running”，未结束：等待 0\.3\d* 秒后停止，已到单次调用的上限"
+        r"（0\.3 秒），最后看到的状态为“running”",
+        "over": "超过每轮上限：每轮最多执行 2 个 wait-threads 块",
+    },
+}
+
+
+@pytest.mark.rule("TOL-6", "TOL-4")
+@pytest.mark.parametrize(("mode", "locale"), [(ERAS[0], "en"), (ERAS[1], "en"), (ERAS[0], "zh")])
+def test_a_wait_cut_short_gives_one_advice_that_respects_the_turns_cap(
+    tmp_path: Path, mode: str, locale: str
 ) -> None:
     store = sqlite_store(tmp_path / "w.db")
-    tools = tools_server(store, TokenHolder(mint(store, "t1")), max_wait_ms=300)
+    tools = tools_server(store, TokenHolder(mint(store, "t1")), max_wait_ms=300, locale=locale)
+    waiting = {"task_ids": ["t2", "t3"], "timeout_seconds": 600}
 
     async def scenario() -> list[Any]:
         async with client(tools, mode) as c:
             poll = await call(c, "task_poll", {"task_id": "t2", "timeout_seconds": 600})
-            wait = await call(c, "wait_threads", {"task_ids": ["t2", "t3"], "timeout_seconds": 600})
-            return [poll, wait]
+            waits = [await call(c, "wait_threads", waiting) for _ in range(3)]
+            return [poll, *waits]
 
     try:
-        poll, wait = asyncio.run(scenario())
+        poll, wait, last, over = asyncio.run(scenario())
     finally:
         store.close()
-    for result in (poll, wait):
+    said = ADVICE[locale]
+    for result, advice, left in (
+        (poll, said["poll"], 4),
+        (wait, said["wait"], 1),
+        (last, said["last"], 0),
+    ):
         assert not result.is_error
-        assert body(result)["cut_short"] is True and body(result)["still_running"] == ["t2"]
-        assert text(result).endswith(
-            "This call waited the server's limit of 300 ms per call; still running: t2. "
-            "Repeat the call to keep waiting."
-        )
-        assert body(result)["text"] == text(result)
-    assert "1 finished, 1 not finished" in text(wait)
+        shown = body(result)
+        assert shown["cut_short"] is True and shown["still_running"] == ["t2"]
+        assert shown["calls_left"] == left
+        assert shown["text"] == text(result)
+        lines = text(result).splitlines()
+        assert lines[-1] == advice  # one piece of advice, the last line
+        assert re.search(said["state"], text(result)), text(result)
+        for contradiction in ("later turn", "Repeat the call", "之后的轮次", "deadline"):
+            assert contradiction not in text(result)
+    assert (locale != "en") or "1 finished, 1 not finished" in text(wait)
+    assert body(over)["outcome"] == "ignored" and said["over"] in text(over)
+    assert "cut_short" not in body(over)
 
 
 @pytest.mark.rule("TOL-6")
@@ -120,7 +159,10 @@ def test_a_cancelled_request_ends_the_wait_at_once(tmp_path: Path, mode: str) ->
             return await call(c, "task_list", {})  # the server still answers
 
     try:
-        with unchanged(store, audited=2):  # the cancelled poll's and the task_list's
+        # the poll was cancelled while it waited, before its delivery (TOL-11: a call
+        # waits first, then is delivered): it is neither audited nor counted; the
+        # task_list's audit record is the one new record
+        with unchanged(store, audited=1):
             after = asyncio.run(scenario())
     finally:
         store.close()

@@ -130,8 +130,11 @@ def final_state(ctx: TurnContext, task: Task, watched: _Watch, timeout: float) -
         return "sender_cancelled"
     if ctx.stopped and timeout > 0 and watched.waited < timeout:
         # TRN-11: cut short by the delivery's deadline or its cancellation; the agent
-        # can poll again next turn
-        return "deadline" if ctx.stop_cause == "deadline" else "stopped"
+        # can poll again next turn. A same-turn call's deadline is its own limit (TOL-6):
+        # what it may do next is the tool server's to say.
+        if ctx.stop_cause != "deadline":
+            return "stopped"
+        return "call_limit" if ctx.facts.source == "tool" else "deadline"
     return "now" if timeout <= 0 else "timed_out"
 
 
@@ -145,7 +148,7 @@ def handle_poll(cmd: Command, p: TaskPollParams, ctx: TurnContext) -> ReportEntr
     granted = permission_gate(ctx.permission("read"), ctx.sender, "read")
     if isinstance(granted, Denied):
         return ctx.rejected(cmd, shown(resolved), granted.reason)
-    start = ctx.now()
+    start = ctx.now() - ctx.waited  # TOL-11: a call's wait before its delivery counts
     rows = read_round(ctx, [resolved])
     target = rows.get(resolved)
     decision = read_target_gate(ctx.sender, target, resolved, "poll")
@@ -182,7 +185,7 @@ def handle_wait(cmd: Command, p: WaitThreadsParams, ctx: TurnContext) -> ReportE
     granted = permission_gate(ctx.permission("read"), ctx.sender, "read")
     if isinstance(granted, Denied):
         return ctx.rejected(cmd, target_text, granted.reason)
-    start = ctx.now()
+    start = ctx.now() - ctx.waited  # TOL-11: a call's wait before its delivery counts
     rows = read_round(ctx, [i for i in ids if i != ctx.sender.id])
     settled: dict[str, Msg] = {}
     first: dict[str, Task] = {}
