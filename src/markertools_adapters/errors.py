@@ -102,6 +102,10 @@ class CodexError(MarkertoolsError):
     """The Codex adapter: the app-server child, its JSON-RPC answers, its files."""
 
 
+class ClaudeError(MarkertoolsError):
+    """The Claude Code adapter: the `claude` child and its control protocol."""
+
+
 # Rule 1: the exception classes that stay outside the tree, each private to one module
 # (raised and caught there, never seen by a caller).
 ALLOWED_OUTSIDE_THE_ROOT: Final[frozenset[str]] = frozenset(
@@ -116,6 +120,7 @@ ALLOWED_OUTSIDE_THE_ROOT: Final[frozenset[str]] = frozenset(
 )
 
 __all__ = [
+    "ClaudeError",
     "CodexError",
     "MarkertoolsError",
     "StoreError",
