@@ -93,9 +93,9 @@ def claude_settings_for(claude: OfflineClaude, tmp_path: Path, **kw: Any) -> Wor
     kw.setdefault("max_concurrent", 3)
     kw.setdefault("poll_seconds", 0.1)
     kw.setdefault("request_timeout", 60.0)
+    kw.setdefault("engine", "claude-code")
     return WorkerSettings(
         project="p1",
-        engine="claude-code",
         claude_bin=claude.binary,
         codex_env=claude.env,
         worktrees=tmp_path / "worktrees",

@@ -105,7 +105,9 @@ def test_tools_are_answered_in_turn_and_a_request_to_leave_the_sandbox_is_declin
         assert store.revoke_task_tokens("t-tool") == 0  # revoked when it left running
 
 
-_WAIT = "import os, time\nwhile not os.path.exists('released'): time.sleep(0.05)  # markertools-tol10"
+_WAIT = (
+    "import os, time\nwhile not os.path.exists('released'): time.sleep(0.05)  # markertools-tol10"
+)
 
 
 def _scan_tree(pgid: int) -> dict[int, bytes]:
@@ -173,7 +175,11 @@ def test_no_token_or_database_url_where_the_claude_agent_can_look(
         assert task.status == "completed" and task.result_text == "looked around"
         assert seen["list"]["kind"] == "task-list" and seen["list"]["outcome"] == "done"
         assert released.is_set() and len(seen["tree"]) >= 2  # claude and the command at least
-        secrets = (TOKEN, re.compile(re.escape(db.encode())), re.compile(rb"MARKERTOOLS_TASK_TOKEN"))
+        secrets = (
+            TOKEN,
+            re.compile(re.escape(db.encode())),
+            re.compile(rb"MARKERTOOLS_TASK_TOKEN"),
+        )
         # the agent's shell environment
         env_dump = (Path(task.worktree) / "agent-env.txt").read_bytes()
         assert b"PATH=" in env_dump
@@ -185,6 +191,8 @@ def test_no_token_or_database_url_where_the_claude_agent_can_look(
             for path in root.rglob("*"):
                 if path.is_file() and not path.is_symlink():
                     places[str(path)] = path.read_bytes()
-        leaks = [(where, p.pattern) for where, data in places.items() for p in secrets if p.search(data)]
+        leaks = [
+            (where, p.pattern) for where, data in places.items() for p in secrets if p.search(data)
+        ]
         assert leaks == []
         assert any(b"claude" in data for data in seen["tree"].values())
