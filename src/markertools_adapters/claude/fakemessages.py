@@ -314,6 +314,9 @@ def _handler(fake: FakeMessages) -> type[BaseHTTPRequestHandler]:
                         self._wait(None)
                     finally:
                         fake.hanging.clear()
+                    self.close_connection = True  # released: the stream ends, cut short
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
                     return
                 events = stream_events(reply, model, number)
                 self._event(events[0])
