@@ -17,9 +17,16 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(BIN)/markertools demo
 
-# The worker story on the real pinned Codex CLI (installed under .cache/codex first), offline.
+# The worker story on the real pinned Codex CLI (installed under .cache/codex first), offline;
+# `make demo-live ENGINE=claude-code`: the same story on the real pinned Claude Code CLI
+# (installed under .cache/claude by scripts/install_claude.sh).
+ENGINE ?= codex
 demo-live: $(VENV)/.installed
+ifeq ($(ENGINE),claude-code)
+	$(BIN)/markertools demo --live --engine claude-code --claude-bin "$$(scripts/install_claude.sh)"
+else
 	$(BIN)/markertools demo --live --codex-bin "$$(scripts/install_codex.sh)"
+endif
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench examples scripts
