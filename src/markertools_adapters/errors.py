@@ -1,6 +1,6 @@
 # Owns: the root of every exception markertools_adapters raises on purpose
 # (`MarkertoolsError`) and the family bases several modules share (`StoreError`,
-# `StoreUnavailable`, `CodexError`), after httpx's `_exceptions.py`: one place that shows
+# `StoreUnavailable`, `CodexError`, `ClaudeError`), after httpx's `_exceptions.py`: one place that shows
 # the whole tree, so a worker can catch all of the library's errors, or one family.
 #
 # Must never: import another module of markertools_adapters (every adapter imports this
@@ -46,6 +46,10 @@ so `except TimeoutError` or `except ValueError` still catches what it caught::
     │   ├── AppServerExited                the child exited with a request pending
     │   ├── RequestTimeout                 | TimeoutError: no answer in time
     │   └── CodexInputError                an events / rollout file cannot be read
+    ├── ClaudeError                        claude: the Claude Code CLI child and its control protocol
+    │   ├── ClaudeExited                   the child exited with a request pending
+    │   ├── ControlTimeout                 | TimeoutError: no answer to a control request in time
+    │   └── ControlRefused                 the CLI answered a control request with an error
     ├── WorldFileError                     | ValueError   world: an invalid world file
     │   └── MergeConflict                  world: records with the same key differ
     ├── MissingExtra                       | ImportError  stores: an optional extra is missing
