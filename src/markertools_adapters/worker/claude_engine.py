@@ -58,13 +58,15 @@ _INTERRUPT_WAIT: Final[float] = 2.0
 _MICRO: Final[Decimal] = Decimal("0.000001")
 
 
-def agent_env(env: dict[str, str]) -> dict[str, str]:
+def agent_env(env: dict[str, str], *, tools: bool) -> dict[str, str]:
     """The CLI's environment: the host's, passed through (a user's ANTHROPIC_BASE_URL,
     proxies, login), less every MARKERTOOLS_* variable (a task token of the stdio tools
-    route among them) and CLAUDECODE; with the task's tools listed in every request
-    rather than behind Claude Code's tool search (ENABLE_TOOL_SEARCH), unless set."""
+    route among them) and CLAUDECODE; with `tools`, the task's tools are listed in every
+    request rather than behind Claude Code's tool search (ENABLE_TOOL_SEARCH), unless
+    the environment says otherwise."""
     out = {k: v for k, v in env.items() if not k.startswith("MARKERTOOLS_") and k != "CLAUDECODE"}
-    out.setdefault("ENABLE_TOOL_SEARCH", "false")
+    if tools:
+        out.setdefault("ENABLE_TOOL_SEARCH", "false")
     return out
 
 
@@ -96,8 +98,6 @@ class ClaudeEngine:
         self.events = events
         self.task_model = task_model
         self.effort = effort
-        self.env = agent_env(settings.child_env(env))  # tools.env (a token) never joins it
-        self.config = config_dir(self.env)
         self.server: SdkMcpServer | None = None
         if tools is not None and tools.call is not None and tools.names:
             self.server = SdkMcpServer(
@@ -108,6 +108,9 @@ class ClaudeEngine:
                 description=tools.description,
                 on_ready=self._tools_ready,
             )
+        # tools.env (the stdio route's token) never joins the CLI's environment
+        self.env = agent_env(settings.child_env(env), tools=self.server is not None)
+        self.config = config_dir(self.env)
         self.process: ClaudeProcess | None = None
         self.session: str | None = None
         self._model: str | None = task_model
