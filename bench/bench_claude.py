@@ -51,6 +51,7 @@ from markertools_adapters.worktrees import WorktreeFiles  # noqa: E402
 
 PROJECT, USER = "p1", "alice"
 HOST_FLAGS = ["--setting-sources=user", "--settings", json.dumps(SANDBOX), f"--permission-mode={PERMISSION_MODE}"]
+TURN_FLAGS = ["--permission-prompt-tool=stdio", *HOST_FLAGS]  # the engine's, without tools
 
 
 def claude_bin() -> str:
@@ -153,7 +154,7 @@ async def bare_turns(b: ClaudeBench, n: int, per: int) -> tuple[list[float], lis
     for k in range(n):
         cwd = b.tmp / "kept" / str(k)
         cwd.mkdir(parents=True)
-        process = ClaudeProcess(b.binary, HOST_FLAGS, env=b.env, cwd=str(cwd),
+        process = ClaudeProcess(b.binary, TURN_FLAGS, env=b.env, cwd=str(cwd),
                                 on_message=on_message, on_control=no_control,
                                 on_exit=lambda code, tail: None)
         await process.start()

@@ -104,3 +104,30 @@ def test_root_creates_two_children_that_run_and_report_on_claude_code(
         assert store.get_quota("alice").used_usd == sum(
             (r.usd for t in [root, *children] for r in store.task_costs(t.id)), Decimal(0)
         )
+
+
+@pytest.mark.rule("ENG-2")
+def test_a_parked_claude_task_resumes_its_session_after_the_wait(
+    offline_claude, tmp_path: Path
+) -> None:
+    """FLT-5 on Claude Code: the waiting root's claude is stopped at once (park_seconds
+    0), and a new claude resumes the same session (`--resume`) for its next turn."""
+    router = routed_claude(offline_claude)
+    router.on("root", _root)
+    router.on("child", _child)
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-root", "[agent:root] build the thing")
+        events: list[HostEvent] = []
+        settings = claude_settings_for(offline_claude, tmp_path, park_seconds=0.0)
+        assert run_host(WorkerHost(settings, store, sinks=[events.append])) == 0
+        root = store.get_task("t-root")
+        assert root.status == "completed"
+        assert root.result_text == "Both parts are done. Finished."
+        assert [e.kind for e in events if e.task_id == "t-root"].count("parked") == 1
+        groups = {
+            e.details["pgid"] for e in events if e.task_id == "t-root" and e.kind == "turn_started"
+        }
+        assert len(groups) == 2  # turn 3 ran on a new claude ...
+        transcript = session_file(offline_claude.config, root.thread_id)
+        assert transcript is not None and len(_prompts(transcript)) == 3  # ... in the session
+        assert len([p for p in offline_claude.transcripts() if p.stem == root.thread_id]) == 1

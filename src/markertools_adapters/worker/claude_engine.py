@@ -365,8 +365,9 @@ class ClaudeEngine:
         tail = " ".join(stderr_tail.split())[-300:]
         if tail:
             detail += f": {tail}"
+        live = self._live is not None
         self._turn_over()  # no turn outlives its process
-        if not self._closing:
+        if live and not self._closing:  # outside a turn the next call fails and says so
             self.events.exited(detail)
 
 
