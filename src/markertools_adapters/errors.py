@@ -1,6 +1,6 @@
 # Owns: the root of every exception markertools_adapters raises on purpose
 # (`MarkertoolsError`) and the family bases several modules share (`StoreError`,
-# `StoreUnavailable`, `CodexError`, `ClaudeError`), after httpx's `_exceptions.py`: one place that shows
+# `StoreUnavailable`, `CodexError`), after httpx's `_exceptions.py`: one place that shows
 # the whole tree, so a worker can catch all of the library's errors, or one family.
 #
 # Must never: import another module of markertools_adapters (every adapter imports this

@@ -111,9 +111,7 @@ class WorkerSettings:
     max_concurrent: int = 2
     codex_bin: str = "codex"
     codex_args: tuple[str, ...] = ("app-server",)
-    # the agent process's environment (a codex app-server's or claude's); None: this
-    # process's environment
-    codex_env: Mapping[str, str] | None = None
+    codex_env: Mapping[str, str] | None = None  # None: this process's environment
     worktrees: Path = field(default_factory=lambda: Path.cwd() / "worktrees")
     lease_seconds: float = 60.0
     affinity_seconds: float = 300.0
@@ -138,7 +136,7 @@ class WorkerSettings:
     park_seconds: float | None = 5.0
     # ENG-1: the engine a task runs on unless the task names one ("codex", "claude-code")
     engine: str = "codex"
-    claude_bin: str = "claude"  # the Claude Code CLI (ENG-1; `claude_engine.py`)
+    claude_bin: str = "claude"  # the Claude Code CLI (ENG-1)
 
     def __post_init__(self) -> None:
         low, high = MAX_CONCURRENT_RANGE
