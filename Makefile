@@ -17,9 +17,16 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(BIN)/markertools demo
 
-# The worker story on the real pinned Codex CLI (installed under .cache/codex first), offline.
+# The worker story on the real pinned Codex CLI (installed under .cache/codex first), offline;
+# `make demo-live ENGINE=claude-code`: the same story on the real pinned Claude Code CLI
+# (installed under .cache/claude by scripts/install_claude.sh).
+ENGINE ?= codex
 demo-live: $(VENV)/.installed
+ifeq ($(ENGINE),claude-code)
+	$(BIN)/markertools demo --live --engine claude-code --claude-bin "$$(scripts/install_claude.sh)"
+else
 	$(BIN)/markertools demo --live --codex-bin "$$(scripts/install_codex.sh)"
+endif
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench examples scripts
@@ -37,12 +44,15 @@ rules: $(VENV)/.installed
 # skip here. Without root and without PostgreSQL, point MARKERTOOLS_PG_DSN at an
 # existing server: `MARKERTOOLS_PG_DSN=postgresql://me@host/db make test`.
 # ... and against the real Codex CLI (scripts/install_codex.sh installs the pinned npm
-# package under .cache/codex, Node.js from Debian when missing) and in a real headless
+# package under .cache/codex, Node.js from Debian when missing), the real Claude Code CLI
+# (scripts/install_claude.sh: the pinned npm package under .cache/claude, bubblewrap and
+# socat for its command sandbox from Debian when missing) and in a real headless
 # Chromium (scripts/install_chromium.sh installs Debian's chromium when missing, as root).
-# MARKERTOOLS_REQUIRE_REAL=1 turns a missing real part (Codex, PostgreSQL, Chromium) into
+# MARKERTOOLS_REQUIRE_REAL=1 turns a missing real part (Codex, Claude Code, PostgreSQL, Chromium) into
 # a failure instead of a skip.
 pytest: $(VENV)/.installed
 	MARKERTOOLS_CODEX_BIN="$${MARKERTOOLS_CODEX_BIN:-$$(scripts/install_codex.sh)}" \
+	MARKERTOOLS_CLAUDE_BIN="$${MARKERTOOLS_CLAUDE_BIN:-$$(scripts/install_claude.sh)}" \
 	MARKERTOOLS_CHROMIUM_BIN="$${MARKERTOOLS_CHROMIUM_BIN:-$$(scripts/install_chromium.sh)}" \
 	MARKERTOOLS_REQUIRE_REAL=1 scripts/with_postgres.sh $(BIN)/python -m pytest -q
 

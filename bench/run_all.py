@@ -26,6 +26,7 @@ BENCHES = (
     ("bench_import.py", True),
     ("bench_dots.py", False),
     ("bench_worker.py", True),
+    ("bench_claude.py", True),
     ("bench_views.py", True),
     ("bench_tools.py", True),
 )

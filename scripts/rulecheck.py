@@ -43,9 +43,6 @@ NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
         "APR-3",
         "APR-4",
         "APR-5",
-        "ENG-1",
-        "ENG-2",
-        "ENG-3",
         "TOL-10",
     }
 )

@@ -30,19 +30,20 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-pytest_plugins = ["support.codex"]
+pytest_plugins = ["support.codex", "support.claude"]
 
 
 def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
     """Under MARKERTOOLS_REQUIRE_REAL=1 (`make test`, CI) a test that would skip for want
-    of a real part (PostgreSQL, the Codex CLI, Chromium) fails instead: they never pass by skipping."""
+    of a real part (PostgreSQL, the Codex CLI, Claude Code, Chromium) fails instead: they never pass by skipping."""
     import pytest as _pytest
 
     if os.environ.get("MARKERTOOLS_REQUIRE_REAL") != "1" or call.excinfo is None:
         return None
     if call.excinfo.errisinstance(_pytest.skip.Exception):
         reason = str(call.excinfo.value)
-        if any(k in reason for k in ("MARKERTOOLS_PG_DSN", "MARKERTOOLS_CODEX_BIN", "MARKERTOOLS_CHROMIUM_BIN")):
+        real = ("MARKERTOOLS_PG_DSN", "MARKERTOOLS_CODEX_BIN", "MARKERTOOLS_CLAUDE_BIN", "MARKERTOOLS_CHROMIUM_BIN")
+        if any(k in reason for k in real):
             call.excinfo = None
             return _make_failure(item, call, reason)
     return None

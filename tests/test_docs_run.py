@@ -9,8 +9,8 @@ fragments: a `python {fragment}` block, or an unmarked one, fails
 program that is also an example file is quoted exactly (tests/test_simple_worker.py,
 tests/test_examples_docs.py). A `sh {run}` block is
 a shell recipe run with bash from the repository root, `.venv/bin/` meaning this
-interpreter's directory, `$(scripts/install_codex.sh)` the pinned Codex binary and
-`/tmp/` a fresh directory. Other blocks (JSON shapes, command lines, text) are not
+interpreter's directory, `$(scripts/install_codex.sh)` the pinned Codex binary,
+`$(scripts/install_claude.sh)` the pinned Claude Code binary and `/tmp/` a fresh directory. Other blocks (JSON shapes, command lines, text) are not
 programs and are left alone.
 
 A `{run}` python program runs in a fresh directory holding a copy of examples/ (it may
@@ -124,6 +124,10 @@ def test_the_program_runs_as_written(block: Block, tmp_path: Path) -> None:
         script = script.replace(".venv/bin/", str(Path(sys.executable).parent) + "/")
         if "$(scripts/install_codex.sh)" in script:
             script = script.replace("$(scripts/install_codex.sh)", codex_bin())
+        if "$(scripts/install_claude.sh)" in script:
+            from support.claude import claude_bin
+
+            script = script.replace("$(scripts/install_claude.sh)", claude_bin())
         command = ["bash", "-e", "-c", script]
         cwd = REPO
     try:

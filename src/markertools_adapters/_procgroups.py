@@ -92,6 +92,32 @@ def live_group_members(pgid: int) -> list[int] | None:
     return members
 
 
+def descendant_groups(pid: int) -> list[int]:
+    """The process groups of `pid`'s live descendants that are not `pid`'s own group
+    (children that made a session or group of their own, e.g. a sandbox's): every
+    group a kill of `pid`'s group would miss. Empty without /proc."""
+    if not (_PROC / "self" / "stat").exists():
+        return []
+    parents: dict[int, tuple[int, int]] = {}  # pid -> (parent, group)
+    for entry in os.scandir(_PROC):
+        if not entry.name.isdigit():
+            continue
+        fields = _proc_stat(int(entry.name))
+        if fields is not None and len(fields) > 2 and fields[0] not in ("Z", "X", "x"):
+            parents[int(entry.name)] = (int(fields[1]), int(fields[2]))
+    own = parents.get(pid, (0, pid))[1]
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, group) in parents.items():
+            if ppid == parent:
+                frontier.append(child)
+                if group not in (own, 0, 1, os.getpgrp()) and group not in found:
+                    found.append(group)
+    return found
+
+
 def group_alive(pgid: int) -> bool:
     members = live_group_members(pgid)
     if members is not None:

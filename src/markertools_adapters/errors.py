@@ -56,6 +56,10 @@ catches what it caught. Only `StoreUnavailable` is worth a retry::
     │   ├── AppServerExited                the child exited with a request pending
     │   ├── RequestTimeout                 | TimeoutError: no answer in time
     │   └── CodexInputError                an events / rollout file cannot be read
+    ├── ClaudeError                        claude: the Claude Code CLI child and its control protocol
+    │   ├── ClaudeExited                   the child exited with a request pending
+    │   ├── ControlTimeout                 | TimeoutError: no answer to a control request in time
+    │   └── ControlRefused                 the CLI answered a control request with an error
     ├── WorldFileError                     | ValueError   world: an invalid world file
     │   └── MergeConflict                  world: records with the same key differ
     ├── MissingExtra                       | ImportError  stores: an optional extra is missing
@@ -63,6 +67,8 @@ catches what it caught. Only `StoreUnavailable` is worth a retry::
     ├── PermissionLookupTimeout            | TimeoutError permissions: the lookup did not answer
     ├── PermissionLookupError              | RuntimeError permissions: it answered a non-bool
     ├── NotLoopback                        | ValueError   tools: `--http` names no loopback address
+    ├── ListenFailed                       | OSError      tools: the `--http` address cannot be listened on
+    ├── StoreDown                          tools: the store stayed away through a call's whole wait budget
     ├── OutageTooLong                      a store stayed unavailable past --store-outage-seconds
     ├── UsageFailure                       cli: a usage error or unreadable input (exit 2)
     ├── NotResumable                       cli: `dots run --resume` names no unfinished run
@@ -127,6 +133,10 @@ class CodexError(MarkertoolsError):
     """The Codex adapter: the app-server child, its JSON-RPC answers, its files."""
 
 
+class ClaudeError(MarkertoolsError):
+    """The Claude Code adapter: the `claude` child and its control protocol."""
+
+
 # Rule 1: the exception classes that stay outside the tree, each private to one module
 # of the core or the adapters (raised and caught there, never seen by a caller).
 ALLOWED_OUTSIDE_THE_ROOT: Final[frozenset[str]] = frozenset(
@@ -144,6 +154,7 @@ ALLOWED_OUTSIDE_THE_ROOT: Final[frozenset[str]] = frozenset(
 
 __all__ = [
     "BadDatabaseUrl",
+    "ClaudeError",
     "CodexError",
     "MarkertoolsError",
     "StoreError",

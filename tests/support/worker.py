@@ -32,18 +32,26 @@ Script = Callable[[str, list[str]], Reply]
 
 class Router:
     """`fake.reply_for`: the reply of the agent whose `[agent:NAME]` tag opens the
-    conversation (its first user message with a tag); unknown agents echo."""
+    conversation (its first user message with a tag); unknown agents echo. `texts` and
+    `last` read a request (the Codex fake's by default; support.claude passes the
+    Messages API's)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        texts: Callable[[Any], list[str]] = request_texts,
+        last: Callable[[Any], str | None] = last_user_text,
+    ) -> None:
         self.scripts: dict[str, Script] = {}
         self.calls: list[tuple[str, str]] = []
+        self.texts = texts
+        self.last = last
 
     def on(self, name: str, script: Script) -> None:
         self.scripts[name] = script
 
     def __call__(self, body: Any) -> Reply:
-        texts = request_texts(body)
-        last = last_user_text(body) or ""
+        texts = self.texts(body)
+        last = self.last(body) or ""
         name = next((m.group(1) for t in texts for m in [TAG.search(t)] if m), "")
         self.calls.append((name, last))
         script = self.scripts.get(name)

@@ -19,8 +19,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "本轮被中断：{detail}",
     },
     "worker.app_server_exited": {
-        "en": "the codex app-server ended during the turn ({detail})",
-        "zh": "codex app-server 在本轮中结束（{detail}）",
+        "en": "the agent's process ended during the turn ({detail})",
+        "zh": "智能体进程在本轮中结束（{detail}）",
     },
     "worker.delivery_failed": {
         "en": "the turn could not be delivered (the store answered but could not finish it): {detail}",
@@ -31,8 +31,8 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "无法准备任务目录：{detail}",
     },
     "worker.app_server_failed": {
-        "en": "the codex app-server could not run the task: {detail}",
-        "zh": "codex app-server 无法运行该任务：{detail}",
+        "en": "the agent's process could not run the task: {detail}",
+        "zh": "智能体进程无法运行该任务：{detail}",
     },
     # goals (WRK-7)
     "worker.goal_phrase": {"en": "GOAL REACHED", "zh": "目标已达成"},
@@ -55,6 +55,13 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "codex binary not found: {path} (install the Codex CLI: npm install -g "
         "@openai/codex, or give --codex-bin)",
         "zh": "找不到 codex 程序：{path}（安装 Codex CLI：npm install -g @openai/codex，或使用 --codex-bin）",
+    },
+    "worker.missing_claude": {
+        "en": "claude binary not found: {path} (install the Claude Code CLI: "
+        "scripts/install_claude.sh or npm install -g @anthropic-ai/claude-code, or give "
+        "--claude-bin)",
+        "zh": "找不到 claude 程序：{path}（安装 Claude Code CLI：scripts/install_claude.sh 或 "
+        "npm install -g @anthropic-ai/claude-code，或使用 --claude-bin）",
     },
     "worker.status.tasks": {"en": "tasks: {counts}", "zh": "任务：{counts}"},
     "worker.status.no_tasks": {"en": "tasks: none", "zh": "任务：无"},

@@ -1,6 +1,7 @@
-# Owns: `markertools demo --live` - the root/children story on the REAL pinned Codex CLI,
+# Owns: `markertools demo --live` - the root/children story on the REAL pinned Codex CLI
+# (or, with `--engine claude-code`, the REAL pinned Claude Code CLI: `_demo_claude.py`),
 # offline: the bundled fake Responses model (`FakeResponses` + a router by the agent tag
-# in a task's prompt) answers; a lead task creates two children (api, docs), waits for
+# in a task's prompt; the fake Messages API for Claude Code) answers; a lead task creates two children (api, docs), waits for
 # them with wait-threads and completes; the real `WorkerHost` runs all three on a
 # temporary SQLite database and task directories, in the terminal's live view; the end
 # prints `worker status` and what changed in the world.
@@ -13,7 +14,8 @@
 #   Rule 1: the demo is the worker host's own code path (WorkerHost over connect()), not a
 #           second implementation; only the model is fake.
 #   Rule 2: the Codex binary is --codex-bin, else MARKERTOOLS_CODEX_BIN, else the repo's
-#           pinned install under .cache/codex (scripts/install_codex.sh).
+#           pinned install under .cache/codex (scripts/install_codex.sh); Claude Code's
+#           likewise (--claude-bin, MARKERTOOLS_CLAUDE_BIN, .cache/claude, PATH).
 from __future__ import annotations
 
 import asyncio
@@ -43,6 +45,8 @@ INSTALL_HINT: Final[str] = (
 )
 LEAD_PROMPT: Final[str] = "[agent:lead] Add a /health endpoint and document it."
 FINAL_ANSWER: Final[str] = "Both parts are done: the endpoint and its docs. Finished."
+ENGINE_LABELS: Final[dict[str, str]] = {"codex": "codex app-server", "claude-code": "claude"}
+ENGINE_NAMES: Final[dict[str, str]] = {"codex": "Codex CLI", "claude-code": "Claude Code CLI"}
 
 
 def _fence(kind: str, body: dict[str, Any]) -> str:
@@ -85,16 +89,19 @@ CHILD_ANSWERS: Final[dict[str, str]] = {
 }
 
 
+def answer(texts: list[str], last: str) -> str:
+    """What the agent whose tag opens the conversation (`texts`) says to `last`."""
+    name = next((m.group(1) for t in texts for m in [TAG.search(t)] if m), "")
+    if name == "lead":
+        return lead_reply(last)
+    return CHILD_ANSWERS.get(name, f"(no script for {name!r}) done")
+
+
 def route(body: Any) -> Any:
     """`FakeResponses.reply_for`: the reply of the agent whose tag opens the conversation."""
     from markertools_adapters.codex.fakemodel import Text, last_user_text, request_texts
 
-    texts = request_texts(body)
-    last = last_user_text(body) or ""
-    name = next((m.group(1) for t in texts for m in [TAG.search(t)] if m), "")
-    if name == "lead":
-        return Text(lead_reply(last))
-    return Text(CHILD_ANSWERS.get(name, f"(no script for {name!r}) done"))
+    return Text(answer(request_texts(body), last_user_text(body) or ""))
 
 
 def find_codex(option: str | None) -> str | None:
@@ -130,8 +137,14 @@ def _workdir(keep: Path | None) -> Iterator[Path]:
 class Story:
     """Host events as the story's lines (a sink); children get their names."""
 
-    def __init__(self, say: Callable[[str], None], lookup: Callable[[str], Any]) -> None:
+    def __init__(
+        self,
+        say: Callable[[str], None],
+        lookup: Callable[[str], Any],
+        engine: str = ENGINE_LABELS["codex"],
+    ) -> None:
         self.say = say
+        self.engine = engine  # what runs a turn, as the story says it
         self.lookup = lookup  # task id -> Task | None (a child's name, on its claim)
         self.names: dict[str, str] = {LEAD: "lead"}
 
@@ -149,7 +162,7 @@ class Story:
         if event.kind == "claimed":
             self.say(f"{who}: claimed by host {HOST}")
         elif event.kind == "turn_started":
-            self.say(f"{who}: turn {d.get('turn')} started on codex app-server")
+            self.say(f"{who}: turn {d.get('turn')} started on {self.engine}")
         elif event.kind == "delivered":
             self.say(f"{who}: turn {d.get('turn')} delivered, {d.get('blocks', 0)} block(s)")
         elif event.kind == "finished":
@@ -158,10 +171,30 @@ class Story:
             self.say(f"{who}: {event.kind.replace('_', ' ')}")
 
 
-def run_live(codex_bin: str, *, keep: Path | None, out: IO[str], timeout: float = 300.0) -> int:
-    """The whole live demo; returns the exit code (0: the lead completed)."""
+@contextmanager
+def _codex_model(work: Path, binary: str) -> Iterator[dict[str, Any]]:
+    """The fake Responses model running, a CODEX_HOME under `work`: the settings fields."""
     from markertools_adapters.codex.fakemodel import FakeResponses
     from markertools_adapters.codex.offline import codex_env, make_codex_home
+
+    with FakeResponses(default_reply=None) as fake:
+        fake.reply_for = route
+        home = work / "codex-home"
+        make_codex_home(home, fake.base_url, models=["fake-model"])
+        yield {"codex_bin": binary, "codex_env": codex_env(home)}
+
+
+def run_live(
+    codex_bin: str,
+    *,
+    keep: Path | None,
+    out: IO[str],
+    timeout: float = 300.0,
+    engine: str = "codex",
+) -> int:
+    """The whole live demo on `engine` (`codex_bin`: that engine's binary); returns the
+    exit code (0: the lead completed)."""
+    from markertools_adapters.cli._demo_claude import claude_model
     from markertools_adapters.opener import connect
     from markertools_adapters.worker import (
         RunningView,
@@ -178,10 +211,9 @@ def run_live(codex_bin: str, *, keep: Path | None, out: IO[str], timeout: float 
         out.write(line + "\n")
         out.flush()
 
-    with _workdir(keep) as work, FakeResponses(default_reply=None) as fake:
-        fake.reply_for = route
-        home = work / "codex-home"
-        make_codex_home(home, fake.base_url, models=["fake-model"])
+    claude = engine == "claude-code"
+    model = claude_model(answer) if claude else _codex_model
+    with _workdir(keep) as work, model(work, codex_bin) as engine_fields:
         worktrees = work / "worktrees"
         worktrees.mkdir(mode=0o700, exist_ok=True)
         db = work / "demo.db"
@@ -205,8 +237,9 @@ def run_live(codex_bin: str, *, keep: Path | None, out: IO[str], timeout: float 
             )
             say(
                 f"markertools demo --live: project {PROJECT!r} on a fresh SQLite database "
-                f"({'kept in ' + str(work) if keep else 'temporary'}); the real Codex CLI "
-                f"({codex_bin}) runs offline against the bundled fake model.\n"
+                f"({'kept in ' + str(work) if keep else 'temporary'}); the real "
+                f"{ENGINE_NAMES[engine]} ({codex_bin}) runs offline against the bundled "
+                "fake model.\n"
                 f"Queued {LEAD}: {LEAD_PROMPT}\n"
                 "Watch: the lead creates two children (api, docs), waits for them with "
                 "wait-threads, then completes - each task in its own directory and thread.\n"
@@ -215,15 +248,14 @@ def run_live(codex_bin: str, *, keep: Path | None, out: IO[str], timeout: float 
                 project=PROJECT,
                 host=HOST,
                 max_concurrent=3,
-                codex_bin=codex_bin,
-                codex_env=codex_env(home),
                 worktrees=worktrees,
                 until_idle=True,
                 poll_seconds=0.1,
                 request_timeout=60.0,
                 grace_seconds=5.0,
+                **engine_fields,
             )
-            story = Story(say, store.get_task)
+            story = Story(say, store.get_task, ENGINE_LABELS[engine])
             view = RunningView(HOST, label=story.name)  # children by name: "t-… (api)"
             host = WorkerHost(settings, store, sinks=[view, story])
             code = asyncio.run(_drive(host, view, story, out, timeout))
@@ -265,15 +297,26 @@ async def _drive(host: Any, view: Any, story: Story, out: IO[str], timeout: floa
             return int(await view.follow(host.run(), live, 0.25))
 
 
-def main_live(codex_option: str | None, keep: Path | None) -> int:
-    binary = find_codex(codex_option)
+def main_live(
+    codex_option: str | None,
+    keep: Path | None,
+    engine: str = "codex",
+    claude_option: str | None = None,
+) -> int:
+    from markertools_adapters.cli._demo_claude import CLAUDE_INSTALL_HINT, find_claude_bin
+
+    if engine not in ENGINE_LABELS:
+        sys.stderr.write(f"--engine {engine[:40]}: expected one of {', '.join(ENGINE_LABELS)}\n")
+        return 2
+    claude = engine == "claude-code"
+    binary = find_claude_bin(claude_option) if claude else find_codex(codex_option)
     if binary is None:
-        sys.stderr.write(INSTALL_HINT + "\n")
+        sys.stderr.write((CLAUDE_INSTALL_HINT if claude else INSTALL_HINT) + "\n")
         return 2
     if keep is not None and (keep.exists() or keep.is_symlink()):
         sys.stderr.write(f"--keep {keep}: already exists (the demo only writes new files)\n")
         return 2
-    return run_live(binary, keep=keep, out=sys.stdout)
+    return run_live(binary, keep=keep, out=sys.stdout, engine=engine)
 
 
 __all__ = ["find_codex", "main_live", "route", "run_live"]

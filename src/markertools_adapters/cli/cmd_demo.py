@@ -11,7 +11,8 @@
 # Invariants:
 #   Rule 1: the demo uses the same library calls as `deliver --world` (deliver_turn over
 #           store_ports(SqliteStore)); it is a showcase, not a second code path.
-#   Rule 3: `--live` is the worker story on the real Codex CLI (cli/_demo_live.py).
+#   Rule 3: `--live` is the worker story on the real Codex CLI, or Claude Code with
+#           `--engine claude-code` (cli/_demo_live.py, cli/_demo_claude.py).
 #   Rule 2: `--keep PATH` writes the resulting database to a NEW file (an existing PATH
 #           is refused before anything runs) so `world dump --db PATH` can inspect it.
 from __future__ import annotations
@@ -126,13 +127,21 @@ def demo_command(
         bool,
         typer.Option(
             "--live",
-            help="Run a lead task and its two children on the real Codex CLI, offline, "
-            "with the worker host (--keep is then a NEW directory).",
+            help="Run a lead task and its two children on the real Codex CLI (or Claude "
+            "Code: --engine), offline, with the worker host (--keep is then a NEW directory).",
         ),
     ] = False,
     codex_bin: Annotated[
         str | None,
         typer.Option("--codex-bin", help="--live: the codex executable (default: pinned install)."),
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option("--engine", help="--live: codex or claude-code (the engine of the story)."),
+    ] = "codex",
+    claude_bin: Annotated[
+        str | None,
+        typer.Option("--claude-bin", help="--live --engine claude-code: the claude executable."),
     ] = None,
 ) -> None:
     """Deliver a bundled turn against a bundled world, end to end (start here).
@@ -143,7 +152,7 @@ def demo_command(
             fail("--live: --json, --print-turn and --print-world belong to the canned demo")
         from markertools_adapters.cli._demo_live import main_live
 
-        raise typer.Exit(main_live(codex_bin, keep))
+        raise typer.Exit(main_live(codex_bin, keep, engine, claude_bin))
     if print_turn or print_world:
         sys.stdout.write(demo_turn() if print_turn else bundled_text(WORLD_RESOURCE))
         return

@@ -4,8 +4,9 @@
 # requeue); `status` -> the store's `fleet_snapshot` as text (`status_lines`) or the
 # CLI.md JSON (`markertools.worker_status_json`), one read for both.
 #
-# Must never: start without a runnable Codex binary (exit 2, one line); create a
-# database (`--db` must already be a markertools one).
+# Must never: start without a runnable binary of its engine (`--engine codex`: Codex,
+# `claude-code`: Claude Code; exit 2, one line); create a database (`--db` must
+# already be a markertools one).
 #
 # Invariants:
 #   Rule 1: `--json-log` writes only JSON lines on stdout (one per host event); without
@@ -28,7 +29,7 @@ from markertools_adapters.cli._app import UsageFailure, WordsTyper, app
 from markertools_adapters.cli._io import db_location, emit_json
 
 worker_app = WordsTyper(
-    help="Run a project's tasks on Codex (a worker host) and see the fleet (WRK-1..10).",
+    help="Run a project's tasks on Codex or Claude Code (a worker host) and see the fleet (WRK-1..10).",
     no_args_is_help=True,
 )
 app.add_typer(worker_app, name="worker")
@@ -74,6 +75,21 @@ def _codex(path: str) -> str:
     return found
 
 
+def _binaries(engine: str, codex_bin: str | None, claude_bin: str | None) -> tuple[str, str]:
+    """ENG-1: (codex, claude). The host's engine's binary must exist (one line, exit 2);
+    the other is what a task naming that engine gets (it fails if it is missing)."""
+    from markertools_adapters.claude.offline import find_claude
+
+    codex = codex_bin or os.environ.get("MARKERTOOLS_CODEX_BIN") or "codex"
+    claude = find_claude(claude_bin)
+    if engine == "claude-code":
+        if claude is None:
+            given = claude_bin or os.environ.get("MARKERTOOLS_CLAUDE_BIN") or "claude"
+            raise UsageFailure(msg("worker.missing_claude", path=given).render())
+        return codex, claude
+    return _codex(codex), claude or claude_bin or "claude"
+
+
 @worker_app.command("run")
 def run_command(
     db: DbOption,
@@ -87,6 +103,21 @@ def run_command(
     codex_bin: Annotated[
         str | None,
         typer.Option("--codex-bin", help="The codex executable (default: codex on PATH)."),
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="codex or claude-code: what runs a task whose own engine field is unset.",
+        ),
+    ] = "codex",
+    claude_bin: Annotated[
+        str | None,
+        typer.Option(
+            "--claude-bin",
+            help="The claude executable (default: $MARKERTOOLS_CLAUDE_BIN, the pinned "
+            "install, claude on PATH).",
+        ),
     ] = None,
     worktrees: Annotated[
         Path, typer.Option("--worktrees", help="Root of the task directories.")
@@ -141,7 +172,7 @@ def run_command(
         typer.Option("--log-level", help="debug, info, warning or error (stderr)."),
     ] = "warning",
 ) -> None:
-    """Claim the project's tasks and run each on its own codex app-server (WRK-1)."""
+    """Claim the project's tasks and run each on its own codex app-server or claude (WRK-1, ENG-1)."""
     from markertools_adapters.cli._logs import LOG_LEVELS, setup_logging
     from markertools_adapters.worker import (
         JsonLines,
@@ -152,13 +183,16 @@ def run_command(
         WorkerSettings,
     )
     from markertools_adapters.worker.dirs import LAYOUT
+    from markertools_adapters.worker.settings import ENGINE_NAMES
     from markertools_adapters.worktrees import WorktreeFiles
 
     if log_level not in LOG_LEVELS:
         raise UsageFailure(f"--log-level {log_level[:40]}: expected one of {', '.join(LOG_LEVELS)}")
     setup_logging("worker run", log_level, json_stream=sys.stdout if json_log else None)
     _check_db(db)  # the database first: a missing one is named before the Codex binary
-    binary = _codex(codex_bin or os.environ.get("MARKERTOOLS_CODEX_BIN") or "codex")
+    if engine not in ENGINE_NAMES:
+        raise UsageFailure(f"--engine {engine[:40]}: expected one of {', '.join(ENGINE_NAMES)}")
+    binary, claude = _binaries(engine, codex_bin, claude_bin)
     try:
         table = PriceTable.load(prices) if prices is not None else PriceTable()
     except ValueError as exc:
@@ -168,6 +202,8 @@ def run_command(
         project=project,
         max_concurrent=max_concurrent,
         codex_bin=binary,
+        engine=engine,
+        claude_bin=claude,
         worktrees=worktrees.absolute(),
         lease_seconds=lease_seconds,
         affinity_seconds=affinity_seconds,

@@ -26,7 +26,7 @@ import attrs
 
 from markertools import Ports
 from markertools_adapters._outage import Outage, OutageTooLong, backoff_delay
-from markertools_adapters.errors import StoreUnavailable
+from markertools_adapters.errors import MarkertoolsError, StoreUnavailable
 from markertools_adapters.tools._pool import FairPool
 
 T = TypeVar("T")
@@ -56,7 +56,7 @@ class Probe:
     failure: StoreUnavailable | None = None
 
 
-class StoreDown(Exception):
+class StoreDown(MarkertoolsError):
     """The store stayed unavailable through a call's whole budget."""
 
     def __init__(self, seconds: float, cause: str) -> None:

@@ -1,7 +1,7 @@
 # Owns: the public names of the worker host (WRK-1..10, docs/worker.md): a runnable host
-# that claims a project's tasks and runs each on a real `codex app-server`, built only
-# from the library's public API and the Codex / dots adapters, so a worker codebase can
-# embed the same pieces.
+# that claims a project's tasks and runs each on a real `codex app-server` or Claude Code
+# CLI (ENG-1: `WorkerSettings.engine`), built only from the library's public API and the
+# Codex / Claude Code / dots adapters, so a worker codebase can embed the same pieces.
 """The worker host: `WorkerHost(WorkerSettings(project=...), store).run()`."""
 
 from __future__ import annotations

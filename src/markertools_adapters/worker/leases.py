@@ -2,7 +2,8 @@
 # methods (`renew_leases`, `record_process_group`, `expired_leases`, `requeue_expired`):
 # renewing the leases of the tasks this host runs, recording a task's app-server process
 # group with its lease, and requeueing the tasks of expired leases - first ending the
-# dead host's process group when it is on this machine and still a codex app-server.
+# dead host's process group when it is on this machine and still a codex app-server
+# (or Claude Code's `claude`).
 # A store without lease methods gets none of this (its tasks are recovered by hand).
 #
 # Must never: signal a process group that is not on this machine or whose leader is no
@@ -28,13 +29,15 @@ def supports_leases(store: Any) -> bool:
 
 
 def is_codex_group(pgid: int) -> bool:
-    """True when some live member of group `pgid` runs a codex executable."""
+    """True when some live member of group `pgid` runs a codex executable or Claude
+    Code's `claude` (ENG-2: an engine's process, never a recycled pid's)."""
     for pid in live_group_members(pgid) or []:
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"codex" in os.path.basename(argv[0]) or b"app-server" in argv:
+        name = os.path.basename(argv[0])
+        if b"codex" in name or b"app-server" in argv or b"claude" in name:
             return True
     return False
 

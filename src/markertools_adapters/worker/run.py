@@ -44,6 +44,7 @@ from markertools_adapters.worker._delivery import RunDelivery
 from markertools_adapters.worker._ends import RESULT_FILE, RESULT_TEXT_CHARS, RunEnds
 from markertools_adapters.worker._runstore import RunStore
 from markertools_adapters.worker._tools import call_tool, tool_description, tool_names, tool_schema
+from markertools_adapters.worker.claude_engine import ClaudeEngine
 from markertools_adapters.worker.codex_engine import CodexEngine
 from markertools_adapters.worker.dirs import local_repo, prepare_task_dir
 from markertools_adapters.worker.engine import Engine, EngineRequest, TaskTools, TurnEnd
@@ -52,6 +53,11 @@ TOKEN_ENV: Final[str] = "MARKERTOOLS_TASK_TOKEN"
 # passed on to the stdio tools server when the host has them (a virtualenv, a source tree)
 FORWARDED_ENV: Final[tuple[str, ...]] = ("PYTHONPATH", "VIRTUAL_ENV", "MARKERTOOLS_DEBUG")
 _STOP_WAIT: Final[float] = 5.0
+# ENG-1: the engine adapters by name (engine.ENGINES), each built with the same arguments
+ENGINE_CLASSES: Final[dict[str, type[CodexEngine] | type[ClaudeEngine]]] = {
+    "codex": CodexEngine,
+    "claude-code": ClaudeEngine,
+}
 
 _log = logging.getLogger("markertools.worker")
 
@@ -208,9 +214,10 @@ class TaskRun(RunDelivery, RunEnds):
     def _make_engine(self, tools: TaskTools | None) -> Engine:
         """ENG-1: the task's own `engine` when it names one, else the host's."""
         name = getattr(self.task, "engine", None) or self.host.settings.engine
-        if name != "codex":  # the Claude Code adapter is built in issue 39
-            raise ValueError(f"engine {name!r} is not available in this build")
-        return CodexEngine(
+        engine = ENGINE_CLASSES.get(name)
+        if engine is None:
+            raise ValueError(f"engine {name!r} is not one of {', '.join(ENGINE_CLASSES)}")
+        return engine(
             self.host.settings,
             directory=self._directory,
             env={},
