@@ -266,7 +266,7 @@ def main(argv: list[str]) -> int:
                   f"host process {m['host'] / 1024:.1f} MiB")
         bare_p(b, 2, HOST_FLAGS)  # warm-up (the binary into the page cache), not counted
         rounds = [(bare_p(b, 1, HOST_FLAGS), bare_p(b, 1, []), host_tasks(b, 1),
-                   host_tasks(b, 1, tools_command=("in-process",))) for _ in range(args.turns)]
+                   host_tasks(b, 1, tools=True)) for _ in range(args.turns)]
         bare_flags = statistics.median(r[0][0] for r in rounds)  # interleaved: same conditions
         bare_plain = statistics.median(r[1][0] for r in rounds)
         ht = statistics.median(r[2][0][0] for r in rounds)

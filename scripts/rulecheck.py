@@ -43,7 +43,6 @@ NOT_YET_IMPLEMENTED: frozenset[str] = frozenset(
         "APR-3",
         "APR-4",
         "APR-5",
-        "TOL-10",
     }
 )
 

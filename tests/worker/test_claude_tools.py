@@ -27,7 +27,6 @@ from markertools_adapters.claude.fakemessages import (
     request_texts,
     tool_results,
 )
-from markertools_adapters.cli.cmd_worker import _tools_command
 from markertools_adapters.worker import HostEvent, WorkerHost
 
 TOKEN = re.compile(rb"mtt_[0-9a-f]{16,}")
@@ -75,9 +74,8 @@ def test_tools_are_answered_in_turn_and_a_request_to_leave_the_sandbox_is_declin
     offline_claude.fake.default_reply = None
     offline_claude.fake.reply_for = reply_for
     with worker_store(kind, tmp_path) as store:
-        db = str(tmp_path / "w.db") if kind == "sqlite" else store.dsn
         add_task(store, "t-tool", "[agent:tooler] make a helper task and look at it")
-        settings = claude_settings_for(offline_claude, tmp_path, tools_command=_tools_command(db))
+        settings = claude_settings_for(offline_claude, tmp_path, tools=True)
         run_host(WorkerHost(settings, store))
 
         # both calls were answered inside the first turn by the task's own tools, asking
@@ -169,7 +167,7 @@ def test_no_token_or_database_url_where_the_claude_agent_can_look(
         db = str(tmp_path / "w.db")
         add_task(store, "t-look", "[agent:looker] look around")
         seen["worktree"] = str(tmp_path / "worktrees" / "h1" / "t-look")
-        settings = claude_settings_for(offline_claude, tmp_path, tools_command=_tools_command(db))
+        settings = claude_settings_for(offline_claude, tmp_path, tools=True)
         run_host(WorkerHost(settings, store, sinks=[sink]))
         task = store.get_task("t-look")
         assert task.status == "completed" and task.result_text == "looked around"

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from support.worker import add_task, run_host, settings_for, worker_store
 
-from markertools_adapters.cli.cmd_worker import _tools_command
 from markertools_adapters.codex.fakemodel import McpToolCall, ShellCall, Text, request_texts
 from markertools_adapters.worker import WorkerHost
 
@@ -57,13 +56,8 @@ def test_a_tasks_first_turn_calls_its_tools_in_turn_and_other_approvals_stay_dec
     offline_codex.fake.default_reply = None
     offline_codex.fake.reply_for = reply_for
     with worker_store(kind, tmp_path) as store:
-        db = str(tmp_path / "w.db") if kind == "sqlite" else store.dsn
-        command = _tools_command(db)
-        assert command is not None
-        if kind == "postgres":  # the tools server must open the test's own schema
-            command = (*command[:-1], f"{db}?options=-csearch_path%3D{store.schema_name}")
         add_task(store, "t-tool", "[agent:tooler] make a helper task and look at it")
-        host = WorkerHost(settings_for(offline_codex, tmp_path, tools_command=command), store)
+        host = WorkerHost(settings_for(offline_codex, tmp_path, tools=True), store)
         run_host(host)
 
         # both calls were answered inside the first turn, by the task's own tools

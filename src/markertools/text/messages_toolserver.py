@@ -9,6 +9,10 @@ from __future__ import annotations
 from typing import Final
 
 MESSAGES: Final[dict[str, dict[str, str]]] = {
+    "toolserver.not_on_this_host": {
+        "en": "task {task_id} is not running on this worker host",
+        "zh": "任务 {task_id} 不在本工作主机上运行",
+    },
     "toolserver.same_call": {
         "en": "As a tool, the result comes back in this same call (not in the next turn's report).",
         "zh": "作为工具调用时，结果在本次调用中直接返回（而不是下一轮的报告）。",

@@ -135,7 +135,7 @@ def serve_cmd(
         typer.Option(
             "--executor",
             help="what task_cancel signals: noop, local or docker (as for deliver)",
-            metavar="noop|local|docker",
+            metavar="KIND",
         ),
     ] = "noop",
     max_calls_per_token: Annotated[
@@ -204,6 +204,9 @@ def serve_cmd(
     for handler in logging.getLogger().handlers:  # TOL-11: what clients provoke, bounded
         handler.addFilter(RateLimitFilter(("mcp", "uvicorn", "sse_starlette", "psycopg")))
     store = _connect(db, executor)
+    from markertools_adapters._secrets import hide_credentials
+
+    hide_credentials(db)  # TOL-10: no password in this process's /proc cmdline / environ
     try:
         tools = ToolsMcp(
             store,

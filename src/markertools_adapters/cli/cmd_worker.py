@@ -150,7 +150,8 @@ def run_command(
         bool | None,
         typer.Option(
             "--tools/--no-tools",
-            help="Give every thread the markertools tools (default: when `tools serve` exists).",
+            help="Give every task's agent the markertools tools, served by this host"
+            " (default: when the MCP SDK is installed, the `tools` extra).",
         ),
     ] = None,
     store_outage_seconds: Annotated[
@@ -211,7 +212,7 @@ def run_command(
         max_goal_rounds=max_goal_rounds,
         grace_seconds=grace_seconds,
         until_idle=until_idle,
-        tools_command=_tools_command(db) if tools is not False else None,
+        tools=_tools_wanted(tools),
         store_url=db,
         store_outage_seconds=store_outage_seconds,
         max_waiting=max_waiting,
@@ -257,13 +258,15 @@ def _exit(code: int, stopped: list[int], tally: Any, until_idle: bool) -> int:
     return code
 
 
-def _tools_command(db: str) -> tuple[str, ...] | None:
-    """WRK-9: the MCP server of the same-turn tools, when this install has it."""
+def _tools_wanted(tools: bool | None) -> bool:
+    """WRK-9: the host serves the same-turn tools when this install has the MCP SDK
+    (`--tools` without it is a usage error naming the extra)."""
     from importlib.util import find_spec
 
-    if find_spec("markertools_adapters.cli.cmd_tools") is None:
-        return None
-    return (sys.executable, "-m", "markertools", "tools", "serve", "--db", db)
+    available = find_spec("mcp") is not None
+    if tools and not available:
+        raise UsageFailure("--tools: the MCP SDK is not installed (pip install 'markertools[mcp]')")
+    return available if tools is None else tools
 
 
 async def _run(host: Any, view: Any, stopped: list[int]) -> int:

@@ -21,6 +21,10 @@
 # reports progress when the client sent a progress token, stops at once when the
 # request is cancelled, and says which targets are still running when the limit cut it
 # short. Outages (FLT-3): `_store.StoreAccess`.
+# A worker host serving its own runs' tools (TOL-10) passes `claim_of`: a call is then
+# delivered with the claim of the host's live run of its task (FLT-1: a write of a task
+# another host holds now raises LeaseLost, answered as a refusal), and a task with no
+# live run on this host is refused.
 #
 # Must never: raise out of a call for anything a client sends (a tool error instead),
 # put the token (or any part of it) in a result, a log record or an error, act for a
@@ -42,8 +46,11 @@ from mcp_types import CallToolResult
 import markertools
 from markertools import (
     Authorization,
+    CallIdReused,
     CallResult,
     CallWait,
+    Claim,
+    LeaseLost,
     Ports,
     TaskTokenStore,
     authorize_task_token,
@@ -124,6 +131,7 @@ class ToolsMcp:
         max_calls_per_token: int = DEFAULT_MAX_CALLS_PER_TOKEN,
         store_threads: int = DEFAULT_POOL_SIZE,
         store_outage_seconds: float = DEFAULT_OUTAGE_SECONDS,
+        claim_of: Callable[[str], Claim | None] | None = None,
     ) -> None:
         if locale not in ("en", "zh"):
             raise ValueError(f"locale must be en or zh; got {locale!r}")
@@ -144,6 +152,7 @@ class ToolsMcp:
         self.token_of = token_of
         self.progress_seconds = progress_seconds
         self.max_calls_per_token = max_calls_per_token
+        self.claim_of = claim_of
         self.pool = FairPool(store_threads)
         self.access = StoreAccess(self.pool, Outage("the store", store_outage_seconds, log=log))
         self.refusals = RateLimitedLog(log)
@@ -258,6 +267,8 @@ class ToolsMcp:
                     group.start_soon(report_progress, ctx, started, every, total)
                 try:
                     answer = await self._answer(tool, arguments, call_id, token, key, started, live)
+                except (LeaseLost, CallIdReused) as exc:  # FLT-1 / FLT-6: said as it is
+                    answer = self._refused(tool, str(exc))
                 except Exception as exc:  # a bug or a port beyond deliver_call's handling
                     log.warning("%s failed: %s", tool, summarize_error(exc))
                     error = summarize_error(exc)
@@ -300,6 +311,13 @@ class ToolsMcp:
             assert auth.refusal is not None
             return self._refused(tool, auth.refusal.render(self.locale))
         sender = auth.task_id
+        claim: Claim | None = None
+        if self.claim_of is not None:  # a worker host's own runs (TOL-10, FLT-1)
+            claim = self.claim_of(sender)
+            if claim is None:
+                why = msg("toolserver.not_on_this_host", task_id=sender)
+                text = msg("tools.not_authorised", why=why).render(self.locale)
+                return self._refused(tool, text)
         with self._flight:
             self._busy += 1
             self._flight.notify_all()
@@ -310,7 +328,9 @@ class ToolsMcp:
                 await self.access.ready(key, until, self._probe)
             except StoreDown as down:
                 return self._down(tool, down)
-            result = await self._deliver(tool, arguments, call_id, sender, key, started, limit)
+            result = await self._deliver(
+                tool, arguments, call_id, sender, key, started, limit, claim
+            )
         finally:
             with self._flight:
                 self._busy -= 1
@@ -383,6 +403,7 @@ class ToolsMcp:
         key: str,
         started: float,
         limit: float,
+        claim: Claim | None = None,
     ) -> CallResult:
         stop = threading.Event()
         probe = Probe()
@@ -404,6 +425,7 @@ class ToolsMcp:
                 deadline=limit,
                 cancel=stop,
                 waited=waited,
+                claim=claim,
             )
 
         try:

@@ -27,6 +27,7 @@ class RunOwner(Protocol):
     leases: Leases
     outage: Outage
     stopping: bool
+    tools_url: str | None  # TOL-10: where the host serves its tasks' tools (None: it does not)
 
     def emit(self, event: HostEvent) -> None: ...
 

@@ -108,7 +108,7 @@ class ClaudeEngine:
                 description=tools.description,
                 on_ready=self._tools_ready,
             )
-        # tools.env (the stdio route's token) never joins the CLI's environment
+        # no secret joins the CLI's environment (TOL-10): the tools are served in-process
         self.env = agent_env(settings.child_env(env), tools=self.server is not None)
         self.config = config_dir(self.env)
         self.process: ClaudeProcess | None = None

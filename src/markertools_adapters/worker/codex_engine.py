@@ -89,7 +89,7 @@ class CodexEngine:
         tmpdir = f"{directory}/{TASK_TMP}"
         self.worker = CodexWorker(
             settings.codex_bin,
-            env=settings.child_env({**env, **(dict(tools.env) if tools else {}), "TMPDIR": tmpdir}),
+            env=settings.child_env({**env, "TMPDIR": tmpdir}),
             cwd=directory,
             on_raw=self._on_raw,
             on_turn_end=self._turn_end,
@@ -205,18 +205,12 @@ class CodexEngine:
         tools = self.tools
         if tools is None:
             return None
-        if tools.url is not None:  # the host serves them: the bearer only in memory
-            server: dict[str, Any] = {"url": tools.url}
-            if tools.bearer is not None:
-                server["http_headers"] = {"Authorization": f"Bearer {tools.bearer}"}
-        elif tools.command:
-            server = {
-                "command": tools.command[0],
-                "args": list(tools.command[1:]),
-                "env_vars": sorted(tools.env),
-            }
-        else:
+        if tools.url is None:  # the host serves no HTTP tools (tools only in-process)
             return None
+        # the host serves them: the bearer only in memory, sent over the app-server's stdin
+        server: dict[str, Any] = {"url": tools.url}
+        if tools.bearer is not None:
+            server["http_headers"] = {"Authorization": f"Bearer {tools.bearer}"}
         server["default_tools_approval_mode"] = "approve"
         return {f"mcp_servers.{TOOLS_SERVER}": server}
 

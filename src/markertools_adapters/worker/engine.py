@@ -14,7 +14,7 @@
 # broker or declines).
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -72,19 +72,16 @@ class EngineEvents(Protocol):
 
 @dataclass
 class TaskTools:
-    """TOL-10: the task's markertools tools as an engine reaches them. `url` and
-    `bearer` when the host serves them over Streamable HTTP on loopback (Codex gets
-    them in the thread's configuration, over the app-server's stdin: never a file or
-    an environment variable); `call` answers a tool call in the host's own process (an
-    engine that serves tools in-process, e.g. Claude Code's SDK MCP server); `names`,
-    `schema` and `description` declare them. `env` is for the stdio form only (a token
-    in the app-server's environment - not the default, it reaches the agent's shell)."""
+    """TOL-10: the task's markertools tools as an engine reaches them, served by the host:
+    `url` and `bearer` when the host serves them over Streamable HTTP on loopback (Codex
+    gets them in the thread's configuration, over the app-server's stdin: never a file
+    or an environment variable); `call` answers a tool call in the host's own process
+    (an engine that serves tools in-process, e.g. Claude Code's SDK MCP server); `names`,
+    `schema` and `description` declare them."""
 
     names: tuple[str, ...] = ()
     url: str | None = None
-    bearer: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    command: tuple[str, ...] | None = None  # the stdio server's argv (not the default)
+    bearer: str | None = field(default=None, repr=False)
     call: Callable[[str, Any, str | None], Awaitable[Any]] | None = None
     schema: Callable[[str], dict[str, Any]] | None = None
     description: Callable[[str], str] | None = None

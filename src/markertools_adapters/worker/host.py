@@ -1,7 +1,8 @@
 # Owns: `WorkerHost`, one asyncio worker host (WRK-1, WRK-5, WRK-6, FLT-1, FLT-3, FLT-5):
 # ONE `Background` (a TaskGroup) owns all its background work - the claim loop (due
 # automations, expired leases, claims while a run slot is free), one `TaskRun` per
-# claimed task, lease renewal and the cancel watch - and `stop()` (SIGTERM / SIGINT):
+# claimed task, lease renewal, the cancel watch and, with `tools`, the server of the
+# tasks' markertools tools (`_tools_http.HostTools`, TOL-10) - and `stop()` (SIGTERM / SIGINT):
 # claim nothing more, let running turns end within the grace period, then interrupt and
 # requeue the rest.
 #
@@ -32,6 +33,8 @@ from typing import Any, Final
 from markertools import Claim, Ports, fire_due_automations, is_goal_task
 from markertools_adapters._background import Background
 from markertools_adapters._outage import EX_TEMPFAIL, Outage, OutageTooLong, aretry_call
+from markertools_adapters.worker._tools import DEFAULT_MAX_WAIT_SECONDS
+from markertools_adapters.worker._tools_http import HostTools
 from markertools_adapters.worker.events import EventSink, HostEvent
 from markertools_adapters.worker.leases import Leases
 from markertools_adapters.worker.run import TaskRun
@@ -71,6 +74,8 @@ class WorkerHost:
         self._bg: Background | None = None
         self._unleased: dict[str, float] = {}  # running, no lease: task id -> first seen
         self.claimed = 0
+        self._tools: HostTools | None = None
+        self.tools_url: str | None = None  # TOL-10: where this host serves its tasks' tools
 
     # ---- events and control ---------------------------------------------------------
 
@@ -153,6 +158,16 @@ class WorkerHost:
         self._bg = Background(f"worker host {self.settings.host}", on_fault=self._fault)
         await self._bg.start()
         try:
+            if self.settings.tools:
+                self._tools = HostTools(
+                    self.store,
+                    self.ports,
+                    locale=self.settings.locale,
+                    max_wait_ms=int(DEFAULT_MAX_WAIT_SECONDS * 1000),
+                    claim_of=self.claim_of,
+                    store_outage_seconds=self.settings.store_outage_seconds,
+                )
+                self.tools_url = await self._tools.start(self._bg)
             self._bg.spawn(self._renew_leases(), name="lease renewal")
             self._bg.spawn(self._watch_cancels(), name="cancel watch")
             loop = self._bg.spawn(self._claim_loop(), name="claim loop")
@@ -162,8 +177,18 @@ class WorkerHost:
             for run in list(self.runs.values()):
                 run.stop()
             await self._wait_runs(self.settings.grace_seconds + 10)
+            if self._tools is not None:
+                await self._tools.stop()
             await self._bg.close()
         return self.exit_code
+
+    def claim_of(self, task_id: str) -> Claim | None:
+        """TOL-10, FLT-1: the claim of this host's live run of `task_id` (a tool call of
+        its agent is delivered with it), None when the host runs no such task now."""
+        run = self.runs.get(task_id)
+        if run is None or run.lost is not None:
+            return None
+        return run.claim
 
     def _fault(self, name: str, exc: BaseException) -> None:
         if isinstance(exc, OutageTooLong):

@@ -49,9 +49,6 @@ from markertools_adapters.worker.codex_engine import CodexEngine
 from markertools_adapters.worker.dirs import local_repo, prepare_task_dir
 from markertools_adapters.worker.engine import Engine, EngineRequest, TaskTools, TurnEnd
 
-TOKEN_ENV: Final[str] = "MARKERTOOLS_TASK_TOKEN"
-# passed on to the stdio tools server when the host has them (a virtualenv, a source tree)
-FORWARDED_ENV: Final[tuple[str, ...]] = ("PYTHONPATH", "VIRTUAL_ENV", "MARKERTOOLS_DEBUG")
 _STOP_WAIT: Final[float] = 5.0
 # ENG-1: the engine adapters by name (engine.ENGINES), each built with the same arguments
 ENGINE_CLASSES: Final[dict[str, type[CodexEngine] | type[ClaudeEngine]]] = {
@@ -211,9 +208,13 @@ class TaskRun(RunDelivery, RunEnds):
             await self.db.fenced(host.store.set_thread_id, self.task_id, thread)
         await self._turns(text)
 
-    def _make_engine(self, tools: TaskTools | None) -> Engine:
+    def _engine_name(self) -> str:
         """ENG-1: the task's own `engine` when it names one, else the host's."""
-        name = getattr(self.task, "engine", None) or self.host.settings.engine
+        return getattr(self.task, "engine", None) or self.host.settings.engine
+
+    def _make_engine(self, tools: TaskTools | None) -> Engine:
+        """ENG-1: the engine adapter of `_engine_name()`."""
+        name = self._engine_name()
         engine = ENGINE_CLASSES.get(name)
         if engine is None:
             raise ValueError(f"engine {name!r} is not one of {', '.join(ENGINE_CLASSES)}")
@@ -328,30 +329,29 @@ class TaskRun(RunDelivery, RunEnds):
     # ---- the engine -------------------------------------------------------------------
 
     async def _tools(self) -> TaskTools | None:
-        """WRK-9, TOL-10: the task's tools for its sessions - answered in the host's own
-        process (`call`, for an engine that serves tools in-process), and for Codex the
-        stdio server of `tools_command` with the task's token in its environment."""
-        command = self.host.settings.tools_command
-        if not command:
-            return None
+        """WRK-9, TOL-10: the task's tools for its sessions, served by the host - answered
+        in the host's own process (`call`, for an engine that serves tools in-process),
+        and for Codex the host's loopback HTTP server (`url`) with a token bound to this
+        task as the bearer, which only the thread's configuration carries."""
         settings = self.host.settings
+        if not settings.tools:
+            return None
         tools = TaskTools(
             names=tool_names(),
             call=self._call_tool,
             schema=tool_schema,
             description=lambda name: tool_description(name, settings.locale),
         )
-        env = settings.child_env()
-        minted = await self.db.read(
-            mint_task_token,
-            self.host.store,
-            self.task_id,
-            now=time.time(),
-            token_hex=self.host.ports.random.token_hex,
-        )
-        forwarded = {n: env[n] for n in FORWARDED_ENV if n in env}
-        tools.command = tuple(command)
-        tools.env = {TOKEN_ENV: minted.token, **forwarded}
+        url = self.host.tools_url
+        if url is not None and self._engine_name() == "codex":
+            minted = await self.db.read(
+                mint_task_token,
+                self.host.store,
+                self.task_id,
+                now=time.time(),
+                token_hex=self.host.ports.random.token_hex,
+            )
+            tools.url, tools.bearer = url, minted.token
         return tools
 
     async def _call_tool(self, name: str, arguments: Any, call_id: str | None) -> Any:

@@ -145,9 +145,10 @@ class WorkerSettings:
     locale: str = "en"
     request_timeout: float = 60.0
     machine: str = field(default_factory=machine_id)
-    # WRK-9: the argv of the same-turn tools' MCP server (`markertools tools serve --db
-    # URL`); None: threads get no markertools tools
-    tools_command: tuple[str, ...] | None = None
+    # WRK-9, TOL-10: give every task's agent the markertools tools, served by the host
+    # itself (Codex: Streamable HTTP on 127.0.0.1, the run's token only in the thread's
+    # configuration; Claude Code: in-process) - never a server process the agent can read
+    tools: bool = False
     tools_ready_seconds: float = 30.0
     # FLT-3: how long a store outage is ridden out before the host exits 75
     store_outage_seconds: float = 300.0

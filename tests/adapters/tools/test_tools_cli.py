@@ -248,3 +248,50 @@ def test_stdio_answers_hostile_bytes_with_json_rpc_errors_and_stays_alive(db: Pa
     with connect(db, executor="noop") as s:
         tasks = s.export_world(time.time()).tasks
     assert sorted(t.id for t in tasks) == ["g1", "t1", "t2", "t3", "t9"]  # nothing created
+
+
+@pytest.mark.rule("TOL-10")
+def test_serve_overwrites_the_database_password_in_its_own_proc_entries(tmp_path: Path) -> None:
+    """A same-user process reading /proc/PID/cmdline or environ of `tools serve` finds
+    no database password there: the server overwrites it in place once connected."""
+    from urllib.parse import urlsplit
+
+    from support.worker import worker_store
+
+    password = "pw-tools-serve-K4q"
+    with worker_store("postgres", tmp_path) as store:
+        parts = urlsplit(store.dsn)
+        url = (
+            f"postgresql://{parts.username or 'postgres'}:{password}@{parts.hostname}:"
+            f"{parts.port}{parts.path}?options=-csearch_path%3D{store.schema_name}"
+        )
+        cmdline, environ = _serve_and_read_proc(url)
+    assert b"tools\0serve\0--db\0postgresql://" in cmdline
+    assert f":{'*' * len(password)}@".encode() in cmdline
+    for secret in (password.encode(), b"pgpass-tools-J8w"):
+        assert secret not in cmdline and secret not in environ
+    assert b"DATABASE_URL=postgresql://" in environ  # the variable is there, its password not
+
+
+def _serve_and_read_proc(url: str) -> tuple[bytes, bytes]:
+    import subprocess
+
+    env = {**os.environ, "PGPASSWORD": "pgpass-tools-J8w", "DATABASE_URL": url}
+    proc = subprocess.Popen(
+        [str(EXE), "tools", "serve", "--db", url],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}
+        proc.stdin.write(json.dumps(hello).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving: connected and hidden
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        environ = Path(f"/proc/{proc.pid}/environ").read_bytes()
+    finally:
+        proc.kill()
+        proc.wait(10)
+    return cmdline, environ
