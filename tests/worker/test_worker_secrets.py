@@ -1,7 +1,8 @@
 """TOL-10 on the real Codex CLI (offline, fake model), as a person runs it: `markertools
 worker run --db postgresql://USER:PASSWORD@...` with the store's secrets in its own
 environment too (PGPASSWORD, DATABASE_URL, MARKERTOOLS_DB). The task's agent calls its
-markertools tools (so its token exists and is live), then looks for secrets where an
+markertools tools (so its token exists and is live) while another task of the same host
+is mid-turn with its own live token, then looks for secrets where an
 agent can look, with its own shell inside Codex's sandbox: its environment, every
 /proc/PID/environ and /proc/PID/cmdline it can read, its directory, its Codex home, /tmp.
 What it saw is written to files in its directory and read back here whole (a tool
@@ -18,13 +19,14 @@ import json
 import os
 import re
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from support.cli import EXE
-from support.worker import add_task, worker_store
+from support.worker import TAG, add_task, worker_store
 
 from markertools_adapters.codex.fakemodel import McpToolCall, ShellCall, Text, request_texts
 
@@ -92,9 +94,22 @@ def test_no_token_or_database_password_where_the_codex_agent_can_look(
     offline_codex, tmp_path: Path
 ) -> None:
     seen: dict[str, Any] = {"outputs": []}
+    other_live, looked = threading.Event(), threading.Event()
+
+    def other(body: Any) -> Any:
+        """Another running task: it calls a tool (its token is live), then its turn stays
+        open until the looker has looked."""
+        if not _outputs(body):
+            return McpToolCall("markertools", "task_list", {})
+        other_live.set()
+        looked.wait(120)
+        return Text("other done")
 
     def reply_for(body: Any) -> Any:
-        if not any("[agent:looker]" in t for t in request_texts(body)):
+        agent = next((m.group(1) for t in request_texts(body) for m in [TAG.search(t)] if m), "")
+        if agent == "other":
+            return other(body)
+        if agent != "looker":
             return Text("unexpected task")
         outs = _outputs(body)
         seen["outputs"] = outs
@@ -102,9 +117,11 @@ def test_no_token_or_database_password_where_the_codex_agent_can_look(
         if not outs:  # the tools are live in this thread: its token exists now
             return McpToolCall("markertools", "task_list", {})
         if len(outs) == 1:  # mid-turn: the host's whole process tree, read from outside
+            seen["other_live"] = other_live.wait(60)  # the other task's token is live too
             seen["tree"] = _tree(seen["host"].pid)
         if len(outs) <= len(LOOK):
             return ShellCall(LOOK[len(outs) - 1], escalate=False)
+        looked.set()
         return Text("looked around")
 
     offline_codex.fake.default_reply = None
@@ -112,6 +129,7 @@ def test_no_token_or_database_password_where_the_codex_agent_can_look(
     with worker_store("postgres", tmp_path) as store:
         url = _url_with_password(store.dsn, store.schema_name)
         add_task(store, "t-look", "[agent:looker] look around")
+        add_task(store, "t-other", "[agent:other] keep a turn open")
         env = dict(offline_codex.env)
         env.update(PYTHONPATH=os.environ.get("PYTHONPATH", ""), PGPASSWORD=PGPASSWORD,
                    DATABASE_URL=url, MARKERTOOLS_DB=url)
@@ -128,6 +146,8 @@ def test_no_token_or_database_password_where_the_codex_agent_can_look(
         assert host.returncode == 0, stderr
         task = store.get_task("t-look")
         assert task.status == "completed" and task.result_text == "looked around", stderr
+        assert store.get_task("t-other").status == "completed"
+    assert seen["other_live"]
 
     directory = Path(task.worktree)
     listed = json.loads(seen["outputs"][0][seen["outputs"][0].index("{"):])
