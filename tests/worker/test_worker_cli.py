@@ -288,3 +288,24 @@ def test_the_one_host_example_recovers_tasks_loaded_as_running_and_finishes(
             assert attempt.interrupted_reason.startswith(
                 "the task was running with no host holding a lease on it for 1 s"
             )
+
+
+@pytest.mark.rule("WRK-2")
+def test_worktrees_that_cannot_be_used_is_one_line_and_exit_2(offline_codex, tmp_path: Path) -> None:
+    """Issue 37 item 5: a --worktrees the host cannot create or write (a read-only
+    filesystem, a file in the way, a missing parent it cannot make) is one line naming it
+    and the system's reason, exit 2 - never an internal error."""
+    with worker_store("sqlite", tmp_path):
+        pass
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for where, reason in (
+        (blocker / "worktrees", "Not a directory"),
+        (Path("/proc/no-such-process/worktrees"), "No such file or directory"),
+    ):
+        done = cli(
+            "worker", "run", "--db", str(tmp_path / "w.db"), "--project", "p1",
+            "--codex-bin", offline_codex.binary, "--worktrees", str(where), "--until-idle",
+        )
+        line = one_line_failure(done, f"--worktrees {where}: cannot use it: ")
+        assert line.endswith(reason), line

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import shutil
 import signal
@@ -218,7 +219,13 @@ def run_command(
         max_waiting=max_waiting,
         **fields,
     )
-    settings.worktrees.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        settings.worktrees.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not os.access(settings.worktrees, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UsageFailure(f"--worktrees {settings.worktrees}: cannot use it: {reason}") from None
     files = WorktreeFiles(settings.worktrees, settings.host, layout=LAYOUT)
     store = _open(db, files=files)
     hide_credentials(db)  # TOL-10: no password in this process's /proc cmdline / environ
