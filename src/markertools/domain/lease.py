@@ -9,7 +9,9 @@
 #   Rule 2: worker_status_json returns exactly the keys of the CLI contract:
 #           {"tasks": {STATUS: COUNT}, "hosts": [{"host", "lease_expires_at", "running":
 #           [{"task_id", "turn", "started_at"}]}], "held_by_quota": [{"task_id",
-#           "created_by", "reason"}]}, hosts by name, tasks by id (stable output).
+#           "created_by", "reason"}], "approvals_pending": [{"id", "task_id", "kind",
+#           "command", "asked_at"}]}, hosts by name, tasks and requests by id (stable
+#           output).
 #   Rule 3: `pick_claim` is the claim order every store follows: skip a task whose
 #           affinity is another host's and has not ended (until > now) and a task whose
 #           creator's quota is exhausted; of the rest, tasks a queued or running task
@@ -22,6 +24,7 @@ from typing import Final
 
 import attrs
 
+from markertools.domain.approvals import ApprovalRequest
 from markertools.domain.model import Quota, Task
 from markertools.domain.money import usd_text
 from markertools.text.msg import DEFAULT_LOCALE, Msg, msg
@@ -99,6 +102,8 @@ class FleetSnapshot:
     hosts: tuple[HostLeases, ...] = ()
     held_by_quota: tuple[QuotaHold, ...] = ()
     now: float = 0.0
+    # additive (APR-4): the pending approval requests of running tasks, by asked_at, id
+    approvals_pending: tuple[ApprovalRequest, ...] = ()
 
 
 def quota_hold_reason(user: str, quota: Quota) -> Msg:
@@ -129,6 +134,16 @@ def worker_status_json(snapshot: FleetSnapshot, locale: str = DEFAULT_LOCALE) ->
         "held_by_quota": [
             {"task_id": q.task_id, "created_by": q.created_by, "reason": q.reason.render(locale)}
             for q in sorted(snapshot.held_by_quota, key=lambda q: q.task_id)
+        ],
+        "approvals_pending": [
+            {
+                "id": a.id,
+                "task_id": a.task_id,
+                "kind": a.kind,
+                "command": None if a.command is None else list(a.command),
+                "asked_at": a.asked_at,
+            }
+            for a in sorted(snapshot.approvals_pending, key=lambda a: a.id)
         ],
     }
 
