@@ -1,4 +1,4 @@
-# Owns: `ToolsMcp`, the fourteen marker tools as an MCP server (TOL-1..8, docs/tools.md)
+# Owns: `ToolsMcp`, the fifteen marker tools as an MCP server (TOL-1..8, docs/tools.md)
 # on the official MCP Python SDK (`mcp.server.mcpserver.MCPServer`): one declaration per
 # tool (`_declare`: name, the kind's body schema, the guide's description), each call
 # delivered by `markertools.deliver_call` for the task its token binds, in a worker

@@ -58,6 +58,7 @@ EXECUTION_ORDER: Final[tuple[str, ...]] = (
     "automation-create",
     "task-cancel",
     "task-retry",
+    "approval-answer",
     "task-list",
     "todo-list",
     "task-cost",
