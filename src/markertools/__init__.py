@@ -224,6 +224,7 @@ if TYPE_CHECKING:  # the names, for type checkers and IDEs; loaded lazily at run
         ending_attempt,
         requeued_task,
         timeline_decision,
+        unanswered_at_requeue,
     )
     from markertools.inject.first_turn import (
         FRESH_STARTS,
@@ -413,6 +414,7 @@ _EXPORTS: dict[str, str] = {
     "ending_attempt": "markertools.inject.attempts",
     "requeued_task": "markertools.inject.attempts",
     "timeline_decision": "markertools.inject.attempts",
+    "unanswered_at_requeue": "markertools.inject.attempts",
     "FRESH_STARTS": "markertools.inject.first_turn",
     "INJECTED_TODOS": "markertools.inject.first_turn",
     "START_KINDS": "markertools.inject.first_turn",
@@ -658,6 +660,7 @@ __all__ = [
     "to_micros",
     "token_hash",
     "turn_digest",
+    "unanswered_at_requeue",
     "update_automation",
     "worker_status_json",
 ]
