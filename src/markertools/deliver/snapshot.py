@@ -25,7 +25,7 @@ from markertools.text.msg import Msg, msg
 
 # "deadline": the delivery's deadline cut the wait short; "stopped": its cancellation did;
 # "approval": the wait ended early because the task waits for an answer the sender may
-# give (APR-4)
+# give (APR-4); "ended_early": it ended early because ANOTHER target does
 SnapshotState = Literal[
     "finished",
     "now",
@@ -35,6 +35,7 @@ SnapshotState = Literal[
     "stopped",
     "deadline",
     "approval",
+    "ended_early",
 ]
 
 _PLAIN_MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,99}")
@@ -172,6 +173,6 @@ def _state_msg(state: SnapshotState, task: Task, waited: float, deadline: float 
         )
     if state in ("stopped", "deadline"):
         return msg("read.state_stopped", seconds=round(waited, 3), status=task.status)
-    if state == "approval":
-        return msg("read.state_approval", seconds=round(waited, 3), status=task.status)
+    if state in ("approval", "ended_early"):
+        return msg(f"read.state_{state}", seconds=round(waited, 3), status=task.status)
     return msg(f"read.state_{state}", status=task.status)

@@ -9,7 +9,7 @@
 #
 # Must never: let an allow rule match a command that is not plain - an argv element or
 # a shell script (`sh -c SCRIPT`) holding `;`, `&`, `|`, a backquote, `$(`, `<`, `>`,
-# a line break or a NUL - nor a changed path outside the task's directory; raise for
+# `(`, `)`, a line break or a NUL - nor a changed path outside the task's directory; raise for
 # any request or rule; take time beyond linear in the sizes (bounded by the limits of
 # markertools.domain.approvals) times the pattern's length.
 #
@@ -43,7 +43,9 @@ SHELLS: Final[frozenset[str]] = frozenset(
     {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"}
 )
 # any of these in an argv element or a shell script: not a plain command (Rule 1)
-SHELL_SYNTAX: Final[tuple[str, ...]] = (";", "&", "|", "`", "$(", "<", ">", "\n", "\r", "\x00")
+SHELL_SYNTAX: Final[tuple[str, ...]] = (
+    ";", "&", "|", "`", "$(", "<", ">", "(", ")", "\n", "\r", "\x00"
+)  # fmt: skip
 _PUNCTUATION: Final[str] = ";&|<>()"
 # words that run the rest of their segment as a command (Rule 2)
 WRAPPERS: Final[frozenset[str]] = frozenset(

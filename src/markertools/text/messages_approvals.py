@@ -68,12 +68,12 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "规则 {id}（{action}：{what}）",
     },
     "approvals.rule_prefix": {
-        "en": "commands starting with {prefix}",
-        "zh": "以 {prefix} 开头的命令",
+        "en": 'commands starting with "{prefix}"',
+        "zh": '以 "{prefix}" 开头的命令',
     },
     "approvals.rule_path": {
-        "en": "file changes under {glob} in the task's directory",
-        "zh": "任务目录中匹配 {glob} 的文件改动",
+        "en": 'file changes matching "{glob}" in the task\'s directory',
+        "zh": '任务目录中匹配 "{glob}" 的文件改动',
     },
     "approvals.rule_kind": {
         "en": "every {kind} request",

@@ -174,8 +174,9 @@ def final_state(ctx: TurnContext, task: Task, watched: _Watch, timeout: float) -
         return "finished"
     if ctx.cancelled:
         return "sender_cancelled"
-    if watched.for_approval and watched.approvals.get(task.id) and watched.answerable.get(task.id):
-        return "approval"
+    if watched.for_approval:  # Rule 4
+        mine = watched.approvals.get(task.id) and watched.answerable.get(task.id)
+        return "approval" if mine else "ended_early"
     if ctx.stopped and timeout > 0 and watched.waited < timeout:
         # TRN-11: cut short by the delivery's deadline or its cancellation; the agent
         # can poll again next turn
