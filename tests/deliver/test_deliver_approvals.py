@@ -453,3 +453,44 @@ def test_a_wait_ends_early_when_a_target_starts_waiting_for_an_answer() -> None:
         "task t4: status 'running', NOT finished: the wait ended early after 15 s because "
         "another target waits for an approval answer you may give, last status seen 'running'"
     ) in out
+
+
+# ---- the texts' edges mutation testing asked for (docs/qa.md) -------------------------------
+
+
+@pytest.mark.rule("APR-3")
+def test_refusal_texts_at_their_edges() -> None:
+    from markertools import rule_text
+
+    late = approval_state_refusal(_request(expires_at=NOW - 1.23456), REQUESTER, NOW, approval_id="apr-1")
+    assert late is not None and late.render() == (
+        "approval request apr-1 expired 1.235 s ago; it can no longer be answered"
+    )
+    expired = _request(status="expired", answered_by="expiry", answer_reason=None)
+    gone = approval_state_refusal(expired, REQUESTER, NOW, approval_id="apr-1")
+    assert gone is not None and gone.render() == (
+        "approval request apr-1 expired (-); it can no longer be answered"
+    )
+    long = approval_state_refusal(attrs.evolve(expired, answer_reason="x" * 400), REQUESTER, NOW, approval_id="apr-1")
+    assert long is not None and long.render() == (
+        f"approval request apr-1 expired ({'x' * 300}…); it can no longer be answered"
+    )
+    odd = approval_state_refusal(_request(status="approved"), REQUESTER, NOW, approval_id="apr-1")
+    assert odd is not None and "(approved, by -)" in odd.render()
+    answered = person_answer_refusal(_request(status="denied", answered_by="person:bo"), REQUESTER, approval_id="apr-1", decision="approve", deny_rule=None, now=NOW)
+    assert answered is not None and answered.render().startswith("approval request apr-1 was answered already")
+    missing = person_answer_refusal(None, None, approval_id="apr-9", decision="deny", deny_rule=None, now=NOW)
+    assert missing is not None and missing.render() == "approval request apr-9 does not exist"
+    allow = ApprovalRule("r-1", "p1", "allow", prefix=("uv", "run"))
+    assert rule_text(allow).render() == 'rule r-1 (allow commands starting with "uv run")'
+    assert rule_text(allow).render("zh") == '规则 r-1（允许：以 "uv run" 开头的命令）'
+    glob = ApprovalRule("r-2", "p1", "deny", path_glob="src/**")
+    assert rule_text(glob).render() == (
+        "rule r-2 (deny file changes matching \"src/**\" in the task's directory)"
+    )
+    wide = ApprovalRule("r-3", "p1", "allow", prefix=("a" * 250,))
+    assert rule_text(wide).render() == f'rule r-3 (allow commands starting with "{"a" * 200}…")'
+    wide_glob = ApprovalRule("r-4", "p1", "allow", path_glob="g" * 250)
+    assert rule_text(wide_glob).render() == (
+        f"rule r-4 (allow file changes matching \"{'g' * 200}…\" in the task's directory)"
+    )

@@ -387,3 +387,94 @@ def test_remember_records_the_plain_words_of_a_command_only() -> None:
     )
     assert remember_prefix(command("bash", "-lc", "uv run pytest; rm -rf /")) is None
     assert remember_prefix(change("src/a.py")) is None
+
+
+# ---- the edges mutation testing asked for (docs/qa.md) -------------------------------------
+
+
+def _glob_reference(pats: list[str], names: list[str]) -> bool:
+    """A naive, obviously right path-glob matcher (no brackets in the alphabet)."""
+    from fnmatch import fnmatchcase
+
+    if not pats:
+        return not names
+    if pats[0] == "**":
+        return _glob_reference(pats[1:], names) or (bool(names) and _glob_reference(pats, names[1:]))
+    return bool(names) and fnmatchcase(names[0], pats[0]) and _glob_reference(pats[1:], names[1:])
+
+
+SEGMENT = st.text(alphabet="ab*?", min_size=1, max_size=4)
+NAME = st.text(alphabet="ab", min_size=1, max_size=4)
+
+
+@pytest.mark.rule("APR-2")
+@settings(max_examples=400)
+@given(
+    pats=st.lists(SEGMENT | st.just("**"), min_size=1, max_size=4),
+    names=st.lists(NAME, min_size=1, max_size=4),
+)
+def test_glob_match_agrees_with_a_naive_matcher(pats: list[str], names: list[str]) -> None:
+    assert glob_match("/".join(pats), "/".join(names)) is _glob_reference(pats, names)
+
+
+@pytest.mark.rule("APR-2")
+def test_glob_and_path_edges() -> None:
+    assert glob_match("", "a") is False and glob_match("**", "") is False
+    assert glob_match("b.py", "ab.py") is False and glob_match("xb", "b") is False
+    assert glob_match("aaa", "a") is False and glob_match("a*", "abc") is True
+    assert relative_inside("a", "/") == "a" and relative_inside("/etc/passwd", "/") == "etc/passwd"
+    assert relative_inside("//etc/passwd", "/") is None
+    assert relative_inside("src/a.py", "//w/h1/t-1") == "src/a.py"
+    assert relative_inside("a", "/w\x00/t") is None
+    assert relative_inside("/w/h1/t-1/a.py", "//w/h1/t-1") == "a.py"
+    assert relative_inside("/X/t/a", "//X/t") == "a"
+    assert relative_inside("/w/Y", "/w/X") is None and relative_inside("a", "/w/X") == "a"
+
+
+@pytest.mark.rule("APR-2")
+def test_command_edges() -> None:
+    assert shell_script(("bash", "-", "-c", "x")) is None
+    assert shell_script(("bash", "--", "-c", "x")) is None
+    assert shell_script(("bash", "--rcfile", "x")) is None
+    assert command_words(("bash", "-lc", "uv run pytest 'tests/a b.py'")) == (
+        "uv", "run", "pytest", "tests/a b.py",
+    )  # fmt: skip
+    assert deny_prefix_matches(("rm",), ("bash", "-lc", "A=b=c rm -rf /"))
+    assert deny_prefix_matches(("rm",), ("bash", "-lc", 'echo "$(rm -rf /)"'))
+    assert deny_prefix_matches(("rm",), ("bash", "-lc", "echo hi\rrm -rf /"))
+    assert deny_prefix_matches(("rm",), ("bash", "-lc", "echo hi\nrm -rf /"))
+    assert deny_prefix_matches(("rm",), ("bash", "-lc", "sh -c 'bash -c \"rm -rf /\"'"))
+    assert deny_prefix_matches(("rm",), ("bash", "-lc", "r\\m -rf /"))  # bash reads r\m as rm
+    assert deny_prefix_matches(("rm",), ("bash", "-lc", "true;rm -rf / \\"))  # a stray backslash
+    assert not deny_prefix_matches(("rm",), ("env", "A=1"))
+    assert not deny_prefix_matches(("rm",), ("env", "-i"))
+    assert command_segments(()) == ((),)
+    from markertools.domain.approval_rules import starts_with
+
+    assert starts_with(("ls",), ()) is False and starts_with((), ("ls",)) is False
+
+
+@pytest.mark.rule("APR-2")
+def test_rule_edges() -> None:
+    permission = ApprovalRequest("apr-4", "t-1", "p1", "permission", ("ls",), ROOT)
+    assert not rule_matches(rule("allow", prefix=("ls",)), permission, ROOT)
+    assert remember_prefix(permission) is None
+    inside = change(f"{ROOT}/src/a.py")
+    globs = [rule("allow", "r-1", 1, path_glob="src/**"), rule("deny", "r-2", 2, path_glob="src/*.py")]
+    assert first_match(globs, inside, ROOT).id == "r-1"  # type: ignore[union-attr]
+    assert deny_covering(globs, inside, ROOT).id == "r-2"  # type: ignore[union-attr]
+    check_rule(rule("allow", path_glob="x" * 1000))
+    for bad, problem in (
+        ("", "rule path: a path glob has 1 to 1000 characters"),
+        ("x" * 1001, "rule path: 1001 characters, at most 1000"),
+        ("a//b", "rule path: a path glob has no empty, . or .. segment"),
+        ("a/./b", "rule path: a path glob has no empty, . or .. segment"),
+    ):
+        with pytest.raises(ValueError) as refused:
+            check_rule(rule("allow", path_glob=bad))
+        assert str(refused.value) == problem
+    check_rule(rule("allow", path_glob="src/**"))
+    from markertools.domain.approval_rules import check_glob
+
+    assert check_glob("x" * 1001) == "a path glob has 1 to 1000 characters"
+    assert check_glob("x" * 1000) is None and check_glob("") is not None

@@ -49,9 +49,14 @@ def approval_state_refusal(
     request: ApprovalRequest | None, task: Task | None, now: float, *, approval_id: str
 ) -> Msg | None:
     """Rule 2: why `request` (of `task`, as read) cannot be answered at `now`; None when
-    it can."""
+    it can. `approval_id` is the id asked for (named when there is no such request)."""
     if request is None:
         return msg("approvals.unknown", id=shown(approval_id))
+    return _state(request, task, now)
+
+
+def _state(request: ApprovalRequest, task: Task | None, now: float) -> Msg | None:
+    """Rule 2 for a request that exists."""
     rid = shown(request.id)
     if request.status == "expired":
         reason = shown(request.answer_reason or "-", 300)
@@ -95,7 +100,7 @@ def approval_answer_gate(
         return Denied(msg("approvals.other_project", id=rid))
     if request.task_id == sender.id:
         return Denied(msg("approvals.own_request", id=rid))
-    state = approval_state_refusal(request, requester, now, approval_id=approval_id)
+    state = _state(request, requester, now)
     if state is not None:
         return Denied(state)
     assert requester is not None  # the state refusal covers a missing task

@@ -17,9 +17,10 @@
 #   Rule 1: an allow prefix P matches exactly when `command_words(argv)` is not None and
 #           starts with P (element for element, exact strings: "uv" is not "/usr/bin/uv").
 #   Rule 2: a deny prefix P matches when ANY segment of `command_segments(argv)` starts
-#           with P, after leading NAME=VALUE words and transparent wrappers (env, sudo,
-#           nohup, ...) - it reads the command as broadly as a shell could run it, so a
-#           deny is never dodged by `true; rm ...`. Over-matching a deny is the safe side.
+#           with P, after leading NAME=VALUE words, transparent wrappers (env, sudo,
+#           nohup, ...) and nested `SHELL -c` - it reads the command as broadly as a shell
+#           could run it (quotes dropped, so `"$(rm ...)"` counts), so a deny is never
+#           dodged by `true; rm ...`. Over-matching a deny is the safe side.
 #   Rule 3: an allow glob matches a file change only when every changed path lies inside
 #           the task's directory (after normalising `.` and `..`) and matches; a deny glob
 #           when any path inside it matches. No directory (root None): no glob matches.
@@ -27,6 +28,8 @@
 #           answers. A kind-only rule matches every request of its kind.
 from __future__ import annotations
 
+import itertools
+import operator
 import posixpath
 import shlex
 from collections.abc import Iterable, Sequence
@@ -51,7 +54,6 @@ _PUNCTUATION: Final[str] = ";&|<>()"
 WRAPPERS: Final[frozenset[str]] = frozenset(
     {"env", "command", "exec", "nohup", "time", "nice", "sudo", "doas", "builtin", "xargs"}
 )
-_MAX_DEPTH: Final[int] = 3  # nested `sh -c` scripts looked into for a deny
 
 
 def is_plain(text: str) -> bool:
@@ -91,21 +93,27 @@ def command_words(argv: Sequence[str]) -> tuple[str, ...] | None:
     if index != len(argv) - 1:
         return None  # positional parameters after the script: not a plain command
     try:
-        words = tuple(shlex.split(argv[index], posix=True))
+        words = tuple(shlex.split(argv[index]))
     except ValueError:  # an unbalanced quote
         return None
     return words or None
 
 
 def _lex(text: str) -> list[str]:
-    """Shell tokens of `text`, operators as their own tokens; never raises."""
-    text = text.replace("`", " ; ").replace("$(", " ; ").replace("\r", "\n").replace("\n", " ; ")
+    """Shell tokens of `text` for a deny (Rule 2), operators as their own tokens; never
+    raises. Quotes are dropped first, so a command substitution inside double quotes
+    (`echo "$(rm -rf /)"`) is split like any other: a deny may over-match a quoted
+    string, never miss a command."""
+    for quote in ("'", '"'):
+        text = text.replace(quote, " ")
+    for separator in ("`", "\r", "\n"):  # `$(` splits at its `(`, a punctuation char
+        text = text.replace(separator, " ; ")
     lexer = shlex.shlex(text, posix=True, punctuation_chars=_PUNCTUATION)
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
         return list(lexer)
-    except ValueError:  # an unbalanced quote: split on whitespace and operators instead
+    except ValueError:  # a trailing backslash: split on whitespace and operators instead
         spaced = "".join(f" {ch} " if ch in _PUNCTUATION else ch for ch in text)
         return spaced.split()
 
@@ -114,7 +122,7 @@ def _segments_of(tokens: Iterable[str]) -> list[tuple[str, ...]]:
     found: list[tuple[str, ...]] = []
     current: list[str] = []
     for token in tokens:
-        if token and all(ch in _PUNCTUATION for ch in token):
+        if all(ch in _PUNCTUATION for ch in token):
             if current:
                 found.append(tuple(current))
             current = []
@@ -125,25 +133,12 @@ def _segments_of(tokens: Iterable[str]) -> list[tuple[str, ...]]:
     return found
 
 
-def command_segments(argv: Sequence[str], depth: int = 0) -> tuple[tuple[str, ...], ...]:
-    """Every simple command a shell could run from `argv` (Rule 2): the argv itself, the
-    segments of its `-c` script (or, when an element holds shell syntax, of the elements
-    joined as one shell line, as a careless engine might have split it), and the same
-    for every nested `SHELL -c` segment, up to a few levels."""
-    found: list[tuple[str, ...]] = [tuple(argv)] if argv else []
-    script = shell_script(argv)
-    if script is not None:
-        parts = _segments_of(_lex(script))
-    elif not all(is_plain(word) for word in argv):
-        parts = _segments_of(_lex(" ".join(argv)))
-    else:
-        parts = []
-    for part in parts:
-        if part not in found:
-            found.append(part)
-        if depth < _MAX_DEPTH and shell_script(part) is not None:
-            found.extend(s for s in command_segments(part, depth + 1) if s not in found)
-    return tuple(found)
+def command_segments(argv: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """Every simple command a shell could run from `argv` (Rule 2): the argv itself, then
+    the segments of its elements joined as one shell line - a `SHELL -c SCRIPT` reads as
+    `SHELL -c` and the script's segments (`_unwrapped` takes `SHELL -c` off), an argv a
+    careless engine split from a shell line reads as that line."""
+    return (tuple(argv), *_segments_of(_lex(" ".join(argv))))
 
 
 def _is_assignment(word: str) -> bool:
@@ -152,12 +147,15 @@ def _is_assignment(word: str) -> bool:
 
 
 def _unwrapped(segment: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The segment, and what it runs once leading NAME=VALUE words and wrappers (with
-    their dash options) are taken off, step by step."""
+    """The segment, and what it runs once leading NAME=VALUE words, wrappers (with their
+    dash options) and `SHELL -c` are taken off, step by step."""
     forms = [segment]
     rest = list(segment)
     while rest:
-        if _is_assignment(rest[0]):
+        script = script_index(rest)
+        if script is not None:
+            del rest[:script]
+        elif _is_assignment(rest[0]):
             rest.pop(0)
         elif posixpath.basename(rest[0]) in WRAPPERS:
             rest.pop(0)
@@ -165,7 +163,7 @@ def _unwrapped(segment: tuple[str, ...]) -> list[tuple[str, ...]]:
                 rest.pop(0)
         else:
             break
-        if rest and tuple(rest) not in forms:
+        if rest:
             forms.append(tuple(rest))
     return forms
 
@@ -173,9 +171,7 @@ def _unwrapped(segment: tuple[str, ...]) -> list[tuple[str, ...]]:
 def starts_with(words: Sequence[str], prefix: Sequence[str]) -> bool:
     """`words` begins with every element of `prefix`, in order (an empty prefix never
     matches: a rule names at least one word)."""
-    return 0 < len(prefix) <= len(words) and all(
-        w == p for w, p in zip(words, prefix, strict=False)
-    )
+    return 0 < len(prefix) <= len(words) and tuple(words[: len(prefix)]) == tuple(prefix)
 
 
 def allow_prefix_matches(prefix: Sequence[str], argv: Sequence[str]) -> bool:
@@ -212,19 +208,14 @@ def relative_inside(path: str, root: str | None) -> str | None:
 
 def _segment_match(pattern: str, name: str) -> bool:
     """fnmatch-style on one path segment: `*` any run of characters, `?` one character,
-    everything else literal. Linear-times-pattern dynamic programming."""
-    row = [True] + [False] * len(name)  # the empty pattern matches the empty prefix
+    everything else literal. `row[j]`: the pattern so far matches name[:j]."""
+    row = [True] + [False] * len(name)
     for p in pattern:
-        nxt = [False] * (len(name) + 1)
         if p == "*":
-            nxt[0] = row[0]
-            for j in range(1, len(name) + 1):
-                nxt[j] = nxt[j - 1] or row[j]
+            row = list(itertools.accumulate(row, operator.or_))
         else:
-            for j in range(1, len(name) + 1):
-                nxt[j] = row[j - 1] and (p == "?" or p == name[j - 1])
-        row = nxt
-    return row[len(name)]
+            row = [False] + [row[j] and p in ("?", ch) for j, ch in enumerate(name)]
+    return row[-1]
 
 
 def glob_match(pattern: str, rel: str) -> bool:
@@ -233,22 +224,14 @@ def glob_match(pattern: str, rel: str) -> bool:
     segment with `*` and `?`. `rel` is a normalised relative path (`relative_inside`)."""
     if not pattern or not rel:
         return False
-    pats = pattern.split("/")
     names = rel.split("/")
-    # reach[j]: the first pattern segments seen so far match names[:j]
-    reach = [True] + [False] * len(names)
-    for pat in pats:
-        nxt = [False] * (len(names) + 1)
+    reach = [True] + [False] * len(names)  # the pattern so far matches names[:j]
+    for pat in pattern.split("/"):
         if pat == "**":
-            seen = False
-            for j in range(len(names) + 1):
-                seen = seen or reach[j]
-                nxt[j] = seen
+            reach = list(itertools.accumulate(reach, operator.or_))
         else:
-            for j in range(1, len(names) + 1):
-                nxt[j] = reach[j - 1] and _segment_match(pat, names[j - 1])
-        reach = nxt
-    return reach[len(names)]
+            reach = [False] + [reach[j] and _segment_match(pat, n) for j, n in enumerate(names)]
+    return reach[-1]
 
 
 def check_glob(pattern: str) -> str | None:
