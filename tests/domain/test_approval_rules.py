@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from markertools import (
@@ -128,6 +128,7 @@ def test_a_plain_command_that_starts_with_the_prefix_always_matches(
     prefix: tuple[str, ...], rest: list[str]
 ) -> None:
     argv = (*prefix, *rest)
+    assume(not prefix[0].startswith("-"))  # a shell would read `bash -c -x` as an option
     assert allow_prefix_matches(prefix, argv)
     assert command_words(argv) == argv
     assert allow_prefix_matches(prefix, ("bash", "-lc", " ".join(argv)))
