@@ -405,7 +405,7 @@ def test_a_wrong_type_in_any_field_of_any_tool_is_skipped_naming_the_field(
     import sqlite3
 
     cases = _field_cases()
-    assert len({tool for tool, _, _ in cases}) == 13  # every tool but quota_status has fields
+    assert len({tool for tool, _, _ in cases}) == 14  # every tool but quota_status has fields
     tools = tools_server(store, TokenHolder(mint(store, "t1")))
 
     def next_turn() -> None:  # what a worker's claim does: the caps start again
