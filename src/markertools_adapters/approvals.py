@@ -25,6 +25,9 @@
 #   Rule 4: the wait is bounded by the request's `expires_at` (the clock port) and polls
 #           the store every `poll_interval` seconds (shorter than the timeout), earlier
 #           when the store's change listener names the task.
+#   Rule 5: a failing store never makes `decide` raise: a request that cannot be stored
+#           is declined with why; a read that fails during the wait is tried again at the
+#           next round; an expiry that cannot be written still declines at the expiry.
 from __future__ import annotations
 
 import asyncio
@@ -316,19 +319,34 @@ class Broker:
         return answered, rule
 
     async def _wait(self, request: ApprovalRequest) -> ApprovalDecision:
-        """Rule 4: wait for the first answer, the task leaving `running` or the expiry."""
+        """Rule 4: wait for the first answer, the task leaving `running` or the expiry.
+        A store read that fails is logged once and tried again at the next round (Rule 5):
+        a store outage delays the answer, never the expiry."""
         event = asyncio.Event()
         self._wakeups.add(request.task_id, event)
+        failing = False
         try:
             while True:
-                current = await asyncio.to_thread(self._store.get_approval, request.id)
-                if current is not None and not current.pending:
-                    return self._answered(current)
-                task = await asyncio.to_thread(self._store.get_task, request.task_id)
-                if task is None or task.status != "running":
-                    status = "gone" if task is None else task.status
-                    reason = f"its task is {status}, no longer running"
-                    return await self._expire(request, ANSWERED_BY_WITHDRAWN, reason, "withdrawn")
+                try:
+                    current = await asyncio.to_thread(self._store.get_approval, request.id)
+                    if current is not None and not current.pending:
+                        return self._answered(current)
+                    task = await asyncio.to_thread(self._store.get_task, request.task_id)
+                    if task is None or task.status != "running":
+                        status = "gone" if task is None else task.status
+                        reason = f"its task is {status}, no longer running"
+                        return await self._expire(
+                            request, ANSWERED_BY_WITHDRAWN, reason, "withdrawn"
+                        )
+                    failing = False
+                except Exception as exc:  # Rule 5
+                    if not failing:
+                        log.warning(
+                            "approvals: reading request %s failed, trying again: %s",
+                            request.id,
+                            summarize_error(exc),
+                        )
+                    failing = True
                 remaining = request.expires_at - self._clock.now()
                 if remaining <= 0:
                     seconds = round(request.expires_at - request.asked_at)
@@ -353,15 +371,24 @@ class Broker:
     async def _expire(
         self, request: ApprovalRequest, by: str, reason: str, how: str
     ) -> ApprovalDecision:
-        """Expire `request` (Rule 3: an answer that came first stands)."""
+        """Expire `request` (Rule 3: an answer that came first stands). When the store
+        cannot be written, the request is declined all the same (Rule 5: it stays pending
+        in the store until its task's requeue expires it)."""
         now = self._clock.now()
-        expired = await asyncio.to_thread(
-            self._store.expire_approval, request.id, answered_by=by, reason=reason, now=now
-        )
+        expired: ApprovalRequest | None = None
+        try:
+            expired = await asyncio.to_thread(
+                self._store.expire_approval, request.id, answered_by=by, reason=reason, now=now
+            )
+            if expired is None:
+                current = await asyncio.to_thread(self._store.get_approval, request.id)
+                if current is not None and not current.pending:
+                    return self._answered(current)
+        except Exception as exc:  # Rule 5
+            log.warning(
+                "approvals: expiring request %s failed: %s", request.id, summarize_error(exc)
+            )
         if expired is None:
-            current = await asyncio.to_thread(self._store.get_approval, request.id)
-            if current is not None and not current.pending:
-                return self._answered(current)
             expired = attrs.evolve(
                 request, status="expired", answered_by=by, answer_reason=reason, answered_at=now
             )

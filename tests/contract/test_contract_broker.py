@@ -250,3 +250,69 @@ def test_many_waiting_requests_share_no_thread_and_each_gets_its_answer(
 
     answers = asyncio.run(scenario())
     assert sorted(answers) == [False] * 10 + [True] * 10
+
+
+class _Flaky:
+    """The store, whose reads of requests fail while `down` is set (a store outage)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store, self.down, self.failed = store, False, 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if name not in ("get_approval", "get_task", "expire_approval") or not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.down:
+                self.failed += 1
+                raise ConnectionError("store unreachable")
+            return attr(*args, **kwargs)
+
+        return call
+
+
+@pytest.mark.rule("APR-1", "APR-3")
+def test_a_store_outage_during_a_wait_delays_the_answer_never_the_expiry(
+    make_store: MakeStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = _store(make_store)
+    flaky = _Flaky(store)
+    events: list[ApprovalEvent] = []
+    broker = Broker(flaky, on_event=events.append, poll_interval=0.02, listen=False)
+
+    async def answered_after_an_outage() -> Any:
+        pending = asyncio.create_task(broker.decide(PYTEST, timeout=60))
+        while not events:
+            await asyncio.sleep(0.01)
+        flaky.down = True
+        rid = events[0].request.id
+        store.answer_approval(
+            rid, "approved", answered_by="person:ana", reason=None, now=events[0].request.asked_at
+        )
+        while flaky.failed < 3:
+            await asyncio.sleep(0.01)
+        flaky.down = False
+        return await asyncio.wait_for(pending, 30)
+
+    decision = asyncio.run(answered_after_an_outage())
+    assert (decision.approved, decision.how) == (True, "answer")
+    warnings = [r.getMessage() for r in caplog.records if "approvals:" in r.getMessage()]
+    assert len(warnings) == 1 and "trying again: ConnectionError: store unreachable" in warnings[0]
+
+    events.clear()
+
+    async def down_until_the_expiry() -> Any:
+        pending = asyncio.create_task(broker.decide(PYTEST, timeout=0.5))
+        while not events:
+            await asyncio.sleep(0.01)
+        flaky.down = True
+        return await asyncio.wait_for(pending, 30)
+
+    expired = asyncio.run(down_until_the_expiry())
+    assert (expired.approved, expired.how) == (False, "expired")
+    assert (
+        expired.text()
+        == f"declined: nobody answered approval request {expired.request.id} within 0 s"
+    )
+    assert store.get_approval(expired.request.id).status == "pending"  # the requeue expires it
