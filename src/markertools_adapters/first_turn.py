@@ -27,6 +27,8 @@ from markertools import (
     INJECTED_TODOS,
     NO_CHECKPOINT,
     UNFINISHED_TODO_STATUSES,
+    ApprovalRequest,
+    ApprovalStore,
     Attempt,
     AttemptLedger,
     Claim,
@@ -53,6 +55,7 @@ from markertools import (
     start_kind_of,
     summarize_error,
     timeline_decision,
+    unanswered_at_requeue,
 )
 
 
@@ -65,11 +68,14 @@ def gather_injection_inputs(
     attempts: AttemptLedger,
     memory: Sequence[str] = (),
     memory_trusted: bool = False,
+    approvals: ApprovalStore | None = None,
 ) -> InjectionInputs:
     """Fetch what `assemble_first_turn` needs for `task`, catching each lookup's failure.
     `memory` snippets are framed as data unless `memory_trusted` (see InjectionInputs).
     `start` is a StartKind (a `Claim`'s `start`) or its exact string; anything else raises
-    ValueError naming the allowed values before any lookup (INJ-1)."""
+    ValueError naming the allowed values before any lookup (INJ-1). With `approvals`
+    (APR-5), the requests the last requeue expired unanswered are fetched for the resume
+    preamble (a failing lookup leaves them out)."""
     start = start_kind_of(start)
     snippets = tuple(memory)
     if start not in FRESH_STARTS or task.is_coordinator:
@@ -96,6 +102,15 @@ def gather_injection_inputs(
             attempt = attempts.latest_attempt(task.id)
         except Exception:  # ATT-3 promises no raise; a broken adapter still must not
             attempt = None
+    unanswered: tuple[ApprovalRequest, ...] = ()
+    if attempt is not None and approvals is not None:
+        try:
+            expired = approvals.list_approvals(
+                task.project_id, statuses=("expired",), task_id=task.id
+            )
+            unanswered = unanswered_at_requeue(expired, attempt)
+        except Exception:  # Rule 1: a failing lookup drops only its own part
+            unanswered = ()
     return InjectionInputs(
         task=task,
         start=start,
@@ -104,6 +119,7 @@ def gather_injection_inputs(
         memory=snippets,
         attempt=attempt,
         memory_trusted=memory_trusted,
+        unanswered=unanswered,
     )
 
 
@@ -154,6 +170,7 @@ def first_turn_prompt(
     locale: str = "en",
     memory_trusted: bool = False,
     recovered: Sequence[str] = (),
+    approvals: ApprovalStore | None = None,
 ) -> FirstTurnPrompt:
     """The prompt (and goal) to run `task` with on this claim (INJ-1..5, ATT-4).
 
@@ -164,11 +181,15 @@ def first_turn_prompt(
     only when you vouch for every snippet - they are then pasted verbatim. Never raises
     for a failing port (Rule 1); an unknown `start` is a caller error (ValueError naming
     the allowed values, INJ-1). `recovered` (FLT-2): the messages of the reports
-    `recover_pending_turns` produced for this claim - the preamble shows them."""
+    `recover_pending_turns` produced for this claim - the preamble shows them.
+    `approvals` (APR-5; else `ports.approvals` when `ports` has one): where the requests
+    that the last requeue expired unanswered are read - the preamble names them."""
     projects = projects if projects is not None else _from(ports, "projects")
     todos = todos if todos is not None else _from(ports, "todos")
     attempts = attempts if attempts is not None else _from(ports, "attempts")
     random = random if random is not None else _from(ports, "random")
+    if approvals is None and ports is not None:
+        approvals = ports.approvals
     inputs = gather_injection_inputs(
         task,
         start,
@@ -177,6 +198,7 @@ def first_turn_prompt(
         attempts=attempts,
         memory=memory,
         memory_trusted=memory_trusted,
+        approvals=approvals,
     )
     if recovered:
         inputs = attrs.evolve(inputs, recovered=tuple(recovered))

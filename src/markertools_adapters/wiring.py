@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, Protocol, Self
 
 from markertools import (
+    ApprovalStore,
     AttemptLedger,
     AuditLog,
     AutomationAdmin,
@@ -76,13 +77,15 @@ class WorkerStore(
     CallLedger,
     TaskTokenStore,
     LeaseStore,
+    ApprovalStore,
     Protocol,
 ):
     """A store a whole worker loop runs on (docs/worker-loop.md): every storage port plus
     claiming tasks, taking follow-ups, managing automations, the record writers, the
     unit of work at the end of a turn (`finish_turn`, TRN-9) and the same-turn tool ports
     (the call ledger, task tokens: TOL-3, TOL-4) and leases, affinity, checkpoints and the
-    fleet snapshot (LeaseStore: WRK-6, WRK-7, WRK-10). Every bundled store is one;
+    fleet snapshot (LeaseStore: WRK-6, WRK-7, WRK-10) and approvals (ApprovalStore:
+    APR-1..5). Every bundled store is one;
     `markertools_adapters.kit.StoreKit` makes one from three primitives."""
 
 
@@ -221,7 +224,17 @@ def store_ports(
         journal=_journal_of(store) if journal is True else (journal or None),
         calls=_calls_of(store),
         fencing=_fencing_of(store),
+        approvals=_approvals_of(store),
     )
+
+
+def _approvals_of(store: object) -> ApprovalStore | None:
+    """APR-1..5: the store as the approvals port when it has one (every bundled store
+    does)."""
+    needed = ("insert_approval", "get_approval", "pending_approvals", "answer_approval")
+    if all(callable(getattr(store, name, None)) for name in needed):
+        return store  # type: ignore[return-value]
+    return None
 
 
 def _fencing_of(store: object) -> Fencing | None:

@@ -12,7 +12,7 @@
 #   Rule 3: every error is a WorldFileError whose message starts with the path of the bad
 #           field (`tasks[2].status: expected one of ...`).
 #   Rule 4: dump(load(x)) loads back to an equal World (round trip); every value with an
-#           enumeration (task / todo / automation status, executor, effort, priority,
+#           enumeration (task / todo / automation status, executor, effort, engine, priority,
 #           permission, bind, audit outcome, attempt kind) is checked at load, so
 #           nothing a store could not dump and reload gets in.
 #   Rule 5: `loads_world` raises only WorldFileError, whatever the text: a duplicate key,
@@ -40,6 +40,7 @@ import attrs
 
 from markertools import (
     EFFORTS,
+    ENGINES,
     EXECUTORS,
     PERMISSIONS,
     TASK_STATUSES,
@@ -367,6 +368,7 @@ def _check_values(world: World) -> list[str]:
         errors += _one_of(f"tasks[{i}].status", t.status, TASK_STATUSES)
         errors += _one_of(f"tasks[{i}].executor", t.executor, EXECUTORS)
         errors += _one_of(f"tasks[{i}].effort", t.effort, (None, *EFFORTS))
+        errors += _one_of(f"tasks[{i}].engine", t.engine, (None, *ENGINES))
     for i, d in enumerate(world.todos):
         errors += _one_of(f"todos[{i}].status", d.status, TODO_STATUSES)
         errors += _one_of(f"todos[{i}].priority", d.priority, TODO_PRIORITIES)

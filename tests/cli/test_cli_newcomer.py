@@ -157,7 +157,7 @@ def test_worker_run_names_a_missing_database_before_a_missing_codex(tmp_path: Pa
 
 
 GROUPS = ("parse", "deliver", "demo", "tools", "worker", "plan", "dots", "view", "world",
-          "automations", "prompt", "guide", "schema")
+          "automations", "prompt", "guide", "schema", "approvals")
 
 
 @pytest.mark.rule("WRK-1", "TOL-1", "VEW-1")
@@ -171,9 +171,10 @@ def test_the_top_level_help_describes_every_command_group() -> None:
     assert description.endswith(
         "Marker blocks for LLM-agent workers: parse and deliver an agent turn's blocks "
         "(parse, deliver, demo), serve the same kinds as same-turn MCP tools (tools), run a "
-        "project's tasks on Codex (worker), orchestrate plans on Codex workers (plan, dots), "
-        "draw the fleet (view), and manage databases, automations, prompts and the agent "
-        "guide (world, automations, prompt, guide, schema)."
+        "project's tasks on Codex (worker), answer their agents' approval requests "
+        "(approvals), orchestrate plans on Codex workers (plan, dots), draw the fleet (view), "
+        "and manage databases, automations, prompts and the agent guide (world, automations, "
+        "prompt, guide, schema)."
     )
     for group in GROUPS:
         assert f"({group}" in description or f" {group}," in description or (

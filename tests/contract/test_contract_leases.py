@@ -213,6 +213,7 @@ def test_the_fleet_snapshot_is_the_worker_status_json(make_store: MakeStore) -> 
                 "lease_expires_at": NOW + LEASE,
             }
         ],
+        "approvals_pending": [],  # additive (APR-4)
     }
     everything = worker_status_json(store.fleet_snapshot(None, NOW))
     assert everything["tasks"] == {"completed": 1, "queued": 1, "running": 3}

@@ -81,7 +81,7 @@ def _block_reason(kind: str, body: str) -> str:
 
 def test_every_canonical_kind_is_a_tool_and_aliases_are_not() -> None:
     assert TOOL_NAMES[0] == "task_create" and "goal_convert" in TOOL_NAMES
-    assert len(TOOL_NAMES) == 14
+    assert len(TOOL_NAMES) == 15
     for name in TOOL_NAMES:
         spec = resolve_tool_kind(name)
         assert spec is not None and spec.name == name.replace("_", "-")

@@ -15,13 +15,22 @@ from support.strategies.core import make_world, rig, task
 
 from markertools import Command, TurnPlan, deliver_turn, parse_turn
 from markertools.deliver.context import Handler, handler_table
-from markertools.deliver.handlers import automations, files, goal, read, registry, tasks, todos
+from markertools.deliver.handlers import (
+    approvals,
+    automations,
+    files,
+    goal,
+    read,
+    registry,
+    tasks,
+    todos,
+)
 from markertools.deliver.handlers.registry import HANDLERS, handler_for, merge
 from markertools.parse.kinds import ALL_NAMES, KINDS, kind_of
 from markertools.parse.params import TaskCreateParams, TaskListParams, TaskPollParams
 
 DELIVER = Path(registry.__file__).resolve().parents[1]
-FAMILIES = (tasks, read, goal, todos, automations, files)
+FAMILIES = (tasks, read, goal, todos, automations, files, approvals)
 
 
 @attrs.frozen
@@ -34,7 +43,7 @@ class NoKindsParams:
 @pytest.mark.rule("TRN-8")
 def test_every_kind_row_has_exactly_one_handler_keyed_by_its_params_class() -> None:
     assert set(HANDLERS) == {kind.params for kind in KINDS}
-    assert len(HANDLERS) == len(KINDS) == 14
+    assert len(HANDLERS) == len(KINDS) == 15
     for kind in KINDS:
         handler = HANDLERS[kind.params]
         assert handler.params is kind.params

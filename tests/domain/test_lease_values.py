@@ -56,7 +56,8 @@ def test_worker_status_json_is_the_cli_shape_in_both_locales() -> None:
         (UnleasedRun("t7", "h3", 4, 1.0, 31.0), UnleasedRun("t6", "h1", 1)),
     )
     doc = worker_status_json(snapshot)
-    assert list(doc) == ["tasks", "hosts", "held_by_quota", "unleased"]
+    assert list(doc) == ["tasks", "hosts", "held_by_quota", "unleased", "approvals_pending"]
+    assert doc["approvals_pending"] == []
     assert doc["tasks"] == {"queued": 1, "running": 2}
     assert doc["hosts"] == [
         {
@@ -88,3 +89,18 @@ def test_worker_status_json_is_the_cli_shape_in_both_locales() -> None:
     ]
     zh = worker_status_json(snapshot, "zh")["held_by_quota"]
     assert zh[0]["reason"] == "因配额暂停：ana 已花费 $5.25 / $5.00；配额提高前不会有主机认领此任务"
+
+
+@pytest.mark.rule("APR-4", "WRK-10")
+def test_worker_status_json_lists_the_pending_approval_requests_by_id() -> None:
+    from markertools import ApprovalRequest
+
+    asking = (
+        ApprovalRequest("apr-b", "t2", "p1", "file_change", None, None, ("a.py",), asked_at=5.0),
+        ApprovalRequest("apr-a", "t1", "p1", "command", ("uv", "run", "pytest"), "/w", asked_at=7.0),
+    )
+    doc = worker_status_json(FleetSnapshot({"running": 2}, approvals_pending=asking))
+    assert doc["approvals_pending"] == [
+        {"id": "apr-a", "task_id": "t1", "kind": "command", "command": ["uv", "run", "pytest"], "asked_at": 7.0},
+        {"id": "apr-b", "task_id": "t2", "kind": "file_change", "command": None, "asked_at": 5.0},
+    ]

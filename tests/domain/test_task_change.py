@@ -21,13 +21,16 @@ def test_keep_leaves_a_field_and_none_clears_it() -> None:
     assert attrs.evolve(task, **change) == Task("a", "p", status="queued", error_text="e")
 
 
-def test_it_covers_every_task_field_but_the_id_and_the_epoch() -> None:
-    """The epoch is raised by claims only (FLT-1): no transition can set it."""
+def test_it_covers_every_task_field_but_the_id_the_epoch_and_the_engine() -> None:
+    """The epoch is raised by claims only (FLT-1): no transition can set it; the engine
+    (ENG-1's storage half) is chosen when the task is made."""
     task_fields = [f.name for f in attrs.fields(Task)]
-    assert [f.name for f in attrs.fields(TaskChange)] == task_fields[1:-1]
-    assert (task_fields[0], task_fields[-1]) == ("id", "epoch")
+    assert [f.name for f in attrs.fields(TaskChange)] == task_fields[1:-2]
+    assert (task_fields[0], *task_fields[-2:]) == ("id", "epoch", "engine")
     with pytest.raises(ValueError, match=r"'epoch' \(only a claim raises it, FLT-1\)"):
         TaskChange.of({"epoch": 7})
+    with pytest.raises(ValueError, match=r"'engine' \(chosen when the task is made, ENG-1\)"):
+        TaskChange.of({"engine": "codex"})
     assert TaskChange().to_mapping() == {}
 
 

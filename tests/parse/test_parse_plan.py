@@ -19,7 +19,7 @@ from markertools.parse.kinds import EXEC_ORDER, KINDS
 MINIMAL = {k.name: json.loads(k.example) for k in KINDS}
 TRN1 = [
     "task-create", "todo-create", "todo-update", "automation-create", "task-cancel", "task-retry",
-    "task-list", "todo-list", "task-cost", "quota-status", "task-files", "task-poll",
+    "approval-answer", "task-list", "todo-list", "task-cost", "quota-status", "task-files", "task-poll",
     "wait-threads", "goal-convert",
 ]  # fmt: skip
 

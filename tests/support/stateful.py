@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from markertools import ApprovalRequest, ApprovalRule
 from markertools.domain.model import (
     RETRYABLE_STATUSES,
     TASK_STATUSES,
@@ -35,6 +36,7 @@ TASK_TIMES = TIMES.filter(lambda t: t != 0.0)
 ALL_TASK_IDS = (*(f"t{i}" for i in range(8)), "T", "é", "t10", "", "n1", "n2", "n3")
 TODO_IDS = st.sampled_from(["d1", "d2", "d3", "D", "d9"])
 AUTOMATION_IDS = st.sampled_from(["a1", "a2", "a3", "a9"])
+APPROVAL_IDS = st.sampled_from(["apr-1", "apr-2", "apr-3"])
 STATUS = st.sampled_from(TASK_STATUSES)
 HOSTS = st.sampled_from(["h1", "h2"])
 LEASES = st.sampled_from([0.0, 30.0, 1e6])
@@ -87,6 +89,7 @@ class AdapterAgreement(RuleBasedStateMachine):
         prompt=TEXT,
         created_at=TASK_TIMES,
         part=st.none() | st.sampled_from(["", "part"]),
+        engine=st.none() | st.sampled_from(["codex", "claude-code", "gpt"]),
     )
     def create(
         self,
@@ -97,6 +100,7 @@ class AdapterAgreement(RuleBasedStateMachine):
         prompt: str,
         created_at: float,
         part: str | None,
+        engine: str | None,
     ) -> None:
         task = Task(
             id=tid,
@@ -107,6 +111,7 @@ class AdapterAgreement(RuleBasedStateMachine):
             prompt=prompt,
             created_at=created_at,
             coordinator_part=part,
+            engine=engine,
         )
         self.both("insert_task", task)
 
@@ -432,6 +437,92 @@ class AdapterAgreement(RuleBasedStateMachine):
             cost=cost,
             requeue=requeue,
         )
+
+    # ---- approvals (issue 38: APR-1..5) ------------------------------------------------
+
+    @rule(
+        aid=APPROVAL_IDS,
+        tid=TASK_IDS,
+        kind=st.sampled_from(["command", "file_change", "permission", "bogus"]),
+        argv=st.none() | st.lists(TEXT, min_size=1, max_size=3).map(tuple),
+        paths=st.lists(TEXT, max_size=2).map(tuple),
+        reason=st.none() | TEXT,
+        asked=TIMES,
+        span=st.sampled_from([0.0, 30.0, 900.0]),
+    )
+    def ask_approval(
+        self,
+        aid: str,
+        tid: str,
+        kind: str,
+        argv: tuple[str, ...] | None,
+        paths: tuple[str, ...],
+        reason: str | None,
+        asked: float,
+        span: float,
+    ) -> None:
+        request = ApprovalRequest(
+            aid, tid, "ignored", kind, argv, "/w", paths, None, reason, asked, asked + span
+        )
+        self.both("insert_approval", request)
+        self.both("get_approval", aid)
+
+    @rule(
+        aid=APPROVAL_IDS,
+        status=st.sampled_from(["approved", "denied", "expired"]),
+        who=st.sampled_from(["person:a", "task:t1"]),
+        reason=st.none() | TEXT,
+        now=TIMES,
+        expire=st.booleans(),
+    )
+    def answer_approval(
+        self, aid: str, status: str, who: str, reason: str | None, now: float, expire: bool
+    ) -> None:
+        if expire:
+            self.both(
+                "expire_approval", aid, answered_by="expiry", reason=reason or "late", now=now
+            )
+        else:
+            self.both("answer_approval", aid, status, answered_by=who, reason=reason, now=now)
+        self.both("get_approval", aid)
+
+    @rule(
+        rid=st.sampled_from(["r1", "r2", "r3"]),
+        project=PROJECT_IDS,
+        action=st.sampled_from(["allow", "deny", "maybe"]),
+        prefix=st.none()
+        | st.lists(st.sampled_from(["uv", "run", "a;b", " "]), max_size=3).map(tuple),
+        kind=st.none() | st.sampled_from(["command", "file_change", "permission"]),
+        remove=st.booleans(),
+    )
+    def approval_rule(
+        self,
+        rid: str,
+        project: str,
+        action: str,
+        prefix: tuple[str, ...] | None,
+        kind: str | None,
+        remove: bool,
+    ) -> None:
+        if remove:
+            self.both("remove_approval_rule", rid)
+        else:
+            self.both("add_approval_rule", ApprovalRule(rid, project, action, kind, prefix))
+        self.both("approval_rules", project)
+        self.both("get_approval_rule", rid)
+
+    @rule(
+        ids=st.lists(TASK_IDS, max_size=4),
+        project=st.none() | PROJECT_IDS,
+        statuses=st.none() | st.sets(st.sampled_from(["pending", "approved", "expired"])),
+        now=TIMES,
+    )
+    def approval_reads(
+        self, ids: list[str], project: str | None, statuses: set[str] | None, now: float
+    ) -> None:
+        self.both("pending_approvals", ids)
+        self.both("list_approvals", project, statuses=statuses)
+        self.both("fleet_snapshot", project, now)
 
     # ---- reads --------------------------------------------------------------------------
 

@@ -384,3 +384,53 @@ def test_the_harness_sees_a_request_an_error_and_an_injection(page: Page, tmp_pa
     assert "http://198.51.100.7/pixel.png" in page.requests  # attempted (and blocked)
     assert any("boom" in e for e in page.errors)
     assert page.eval(f"typeof {CANARY}") == "number"
+
+
+# ---- approval requests on the fleet page (APR-4) ----------------------------------------
+
+
+@pytest.mark.rule("APR-4", "VEW-1", "VEW-3")
+def test_the_fleet_shows_who_waits_for_an_approval(page: Page, tmp_path: Path) -> None:
+    from markertools import ApprovalRequest, Task
+    from markertools.domain.model import Project
+    from markertools_adapters.sqlite import SqliteStore
+
+    now = 1_798_333_200.0
+    db = database(
+        tmp_path,
+        World(
+            now=now,
+            projects=(Project("p1", "shop"),),
+            tasks=(
+                Task("t-lead", "p1", status="running", created_by="ana", prompt="lead"),
+                Task("t-kid", "p1", status="running", created_by="ana", parent_task_id="t-lead", prompt="tests", worktree="/w/h1/t-kid"),
+                Task("t-done", "p1", status="running", created_by="ana", parent_task_id="t-lead", prompt="docs"),
+            ),
+        ),
+    )
+    with SqliteStore(db) as store:
+        store.insert_approval(ApprovalRequest("apr-1", "t-kid", "?", "command", ("uv", "run", "pytest", HOSTILE[0]), "/w/h1/t-kid", reason=HOSTILE[3], asked_at=now + 5, expires_at=now + 905))
+        store.insert_approval(ApprovalRequest("apr-2", "t-kid", "?", "file_change", None, "/w/h1/t-kid", ("/w/h1/t-kid/a.py",), "+3 -1", asked_at=now + 6, expires_at=now + 906))
+        store.insert_approval(ApprovalRequest("apr-3", "t-done", "?", "command", ("make",), asked_at=now + 1, expires_at=now + 901))
+        store.answer_approval("apr-3", "approved", answered_by="person:ana", reason="fine", now=now + 2)
+    out = view(tmp_path, db)
+    loaded(page, out)
+    assert page.text("#approvals-pending") == "approval requests awaiting an answer (APR-4)\t2\tmarkertools approvals list"
+    badges = page.eval("[...document.querySelectorAll('#tree .row')].map(r => [r.querySelector('.tid').textContent, (r.querySelector('.cap.approval') || {}).textContent || ''])")
+    assert badges == [["t-lead", ""], ["t-done", ""], ["t-kid", "2 awaiting approval"]]
+    page.click("#tree .row .name", 2)
+    detail = page.text("#detail")
+    assert "approval requests" in detail
+    lines = detail.splitlines()
+    at = lines.index("approval requests")
+    assert lines[at + 1] == "id\tkind\tasks for\tstatus\tanswered by\tasked\treason"
+    assert lines[at + 2] == "apr-2\tfile_change\t/w/h1/t-kid/a.py (+3 -1)\tpending\t\t2026-12-27 01:00:06 UTC\t"
+    assert lines[at + 3].startswith("apr-1\tcommand\tuv run pytest '<script>window.__pwned=1</script>' (in /w/h1/t-kid)\tpending")
+    assert lines[at + 3].endswith(HOSTILE[3])
+    for k in range(int(page.eval("document.querySelectorAll('#detail td').length"))):
+        page.hover("#detail td", k)
+    page.click("#tree .row .name", 1)
+    assert "apr-3\tcommand\tmake\tapproved\tperson:ana" in page.text("#detail")
+    assert page.eval(f"typeof {CANARY}") == "undefined"
+    picture(page, tmp_path, "fleet-approvals")
+    assert_clean(page, out)

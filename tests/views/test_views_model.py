@@ -485,3 +485,38 @@ def test_hostile_pages_parse_to_our_elements_only(tmp_path: Path) -> None:
             assert not urls  # the pages link to nothing
         text = "".join(parsed.text)
         assert HOSTILE[0] in text  # shown as text (in the markup or the island), never as markup
+
+
+@pytest.mark.rule("APR-4", "VEW-1")
+def test_a_tasks_approval_requests_are_in_its_detail_and_the_pending_ones_counted() -> None:
+    from markertools import ApprovalRequest
+
+    world = World(
+        now=AT,
+        tasks=(
+            Task("t1", "p1", status="running", created_by="u1"),
+            Task("t2", "p1", status="interrupted", created_by="u1"),
+            Task("t9", "p2", status="running", created_by="u1"),
+        ),
+    )
+
+    def ask(rid: str, task: str, at: float, **kw: object) -> ApprovalRequest:
+        return ApprovalRequest(rid, task, "p1", "command", ("ls", "-la"), "/w", asked_at=at, expires_at=at + 900, **kw)  # type: ignore[arg-type]
+
+    requests = [
+        ask("apr-1", "t1", AT + 1, reason="look"),
+        ask("apr-2", "t1", AT + 2, status="denied", answered_by="task:t0", answer_reason="no"),
+        ask("apr-3", "t1", AT + 3, reason="x" * 5000),
+        ask("apr-4", "t2", AT + 4),  # its task stopped: listed, not counted as waiting
+        ask("apr-9", "t9", AT + 5),  # another project's
+    ]
+    model = fleet_model(world, "p1", approvals=requests)
+    t1, t2 = model.nodes
+    assert [a.id for a in t1.approvals] == ["apr-3", "apr-2", "apr-1"]
+    assert (t1.pending, t2.pending, model.summary.approvals_pending) == (2, 0, 2)
+    assert t1.approvals[1].reason == "no" and t1.approvals[2].reason == "look"
+    assert len(t1.approvals[0].reason) <= 400 and t1.approvals[0].what == "ls -la  (in /w)"
+    data = model.to_data()["tasks"]
+    assert data[0]["ap"] == 2 and "ap" not in data[1]
+    assert data[0]["x"]["ap"][1][:5] == ["apr-2", "command", "ls -la  (in /w)", "denied", "task:t0"]
+    assert fleet_model(world, "p1").summary.approvals_pending == 0

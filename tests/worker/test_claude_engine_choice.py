@@ -10,13 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import attrs
 import pytest
 from support.claude import claude_settings_for
 from support.cli import EXE, cli, one_line_failure
 from support.worker import add_task, worker_store
 
-from markertools import Task
 from markertools_adapters.worker import WorkerHost
 from markertools_adapters.worker.claude_engine import ClaudeEngine
 from markertools_adapters.worker.codex_engine import CodexEngine
@@ -79,14 +77,6 @@ def test_a_claude_code_host_needs_no_codex_and_runs_under_the_fake_wrapper(
         assert [p.stem for p in sessions] == [task.thread_id]
 
 
-@attrs.frozen
-class _TaskWithEngine(Task):
-    """A task as the store will carry it once `Task.engine` exists (issue 39 approvals
-    branch); until then the run reads it with getattr."""
-
-    engine: str | None = None
-
-
 @pytest.mark.rule("ENG-1")
 @pytest.mark.parametrize(
     ("host_engine", "task_engine", "built"),
@@ -102,11 +92,8 @@ def test_a_tasks_own_engine_wins_over_the_hosts(
 ) -> None:
     settings = claude_settings_for(offline_claude, tmp_path, engine=host_engine)
     with worker_store("sqlite", tmp_path) as store:
-        add_task(store, "t-1", "one")
+        add_task(store, "t-1", "one", engine=task_engine)  # the task's own field, stored
         claim = store.claim_task("p1", "h1")
-        fields = attrs.asdict(claim.task, recurse=False)
-        run = TaskRun(
-            WorkerHost(settings, store),
-            attrs.evolve(claim, task=_TaskWithEngine(**fields, engine=task_engine)),
-        )
+        assert claim.task.engine == task_engine
+        run = TaskRun(WorkerHost(settings, store), claim)
         assert type(run._make_engine(None)) is built

@@ -328,6 +328,16 @@ def _fields(
             }
         if spec.name in ("todo-create", "todo-update", "automation-create") and entry.target:
             return {"id": entry.target}
+        if spec.name == "approval-answer" and entry.target and ports.approvals is not None:
+            answered = ports.approvals.get_approval(entry.target)
+            if answered is not None:
+                return {
+                    "approval": {
+                        "id": answered.id,
+                        "task_id": answered.task_id,
+                        "status": answered.status,
+                    }
+                }
     except Exception as exc:  # the entry stands; its fields are a convenience
         warn(f"{spec.name} result fields", exc)
     return {}

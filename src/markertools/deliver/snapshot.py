@@ -7,7 +7,9 @@
 #           `chars` code points (DOM-4), with a note of how many code points were cut.
 #   Rule 2 (INJ-7): everything the target task (or its model) wrote is inside
 #           `framing.frame_data`; only values the library controls (ids, statuses,
-#           counts, a model name that is a plain identifier) stand outside it.
+#           counts, a model name that is a plain identifier) stand outside it. So are the
+#           pending approval requests a snapshot lists (APR-4): their commands, paths and
+#           reasons are the agent's words.
 from __future__ import annotations
 
 import re
@@ -15,13 +17,16 @@ from collections.abc import Sequence
 from typing import Final, Literal
 
 from markertools.deliver.render import shown
+from markertools.domain.approvals import ApprovalRequest, describe_request, flat
 from markertools.domain.model import Task
 from markertools.domain.ports import RandomSource
 from markertools.inject.framing import frame_data
 from markertools.text.msg import Msg, msg
 
 # "deadline": the delivery's deadline cut the wait short; "stopped": its cancellation did;
-# "call_limit": a same-turn call's own limit did (TOL-6)
+# "call_limit": a same-turn call's own limit did (TOL-6);
+# "approval": the wait ended early because the task waits for an answer the sender may
+# give (APR-4); "ended_early": it ended early because ANOTHER target does
 SnapshotState = Literal[
     "finished",
     "now",
@@ -31,6 +36,8 @@ SnapshotState = Literal[
     "stopped",
     "deadline",
     "call_limit",
+    "approval",
+    "ended_early",
 ]
 
 _PLAIN_MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,99}")
@@ -82,9 +89,15 @@ def snapshot(
     random: RandomSource,
     locale: str,
     deadline: float | None = None,
+    approvals: Sequence[ApprovalRequest] = (),
+    may_answer: bool = False,
+    now: float = 0.0,
 ) -> Msg:
     """The POL-4 snapshot of `task` as last read, with its state (POL-3 / WAI-3);
-    `deadline` is the delivery's deadline in seconds, named when it cut a wait (TRN-11)."""
+    `deadline` is the delivery's deadline in seconds, named when it cut a wait (TRN-11).
+    `approvals` (APR-4): the task's pending requests, listed framed as data, saying
+    whether the sender may answer them (`may_answer`) and how long each has left at
+    `now`."""
     model = model_of(task)
     data_prefix = ""
     if model is None:
@@ -109,7 +122,7 @@ def snapshot(
             output = msg("read.output_cut", kept=len(kept), total=len(text), cut=cut, framed=framed)
         else:
             output = msg("read.output_full", total=len(text), framed=framed)
-    return msg(
+    body = msg(
         "read.snapshot",
         id=shown(task.id),
         status=task.status,
@@ -117,6 +130,37 @@ def snapshot(
         model=model_msg,
         output=output,
     )
+    if not approvals:
+        return body
+    pending = pending_section(task.id, approvals, may_answer, now, random, locale)
+    return join_sections([body, pending], "\n")
+
+
+def approval_line(request: ApprovalRequest, now: float) -> str:
+    """APR-4: one pending request as a data line: id, kind, what it asks, seconds left."""
+    left = max(0, round(request.expires_at - now))
+    why = flat(request.reason.strip()) if request.reason and request.reason.strip() else ""
+    reason = f"  - reason: {why}" if why else ""
+    return (
+        f"{flat(request.id)}  {request.kind}  {describe_request(request)}{reason}  ({left} s left)"
+    )
+
+
+def pending_section(
+    task_id: str,
+    approvals: Sequence[ApprovalRequest],
+    may_answer: bool,
+    now: float,
+    random: RandomSource,
+    locale: str,
+) -> Msg:
+    """APR-4: a waited task's pending approval requests, framed as data (Rule 2), and who
+    may answer them."""
+    data = "\n".join(approval_line(a, now) for a in approvals)
+    label = msg("approvals.label", id=shown(task_id))
+    framed = frame_data(data, label, random, locale).text
+    who = msg("approvals.you_may_answer" if may_answer else "approvals.others_answer")
+    return msg("approvals.pending", n=len(approvals), who=who, framed=framed)
 
 
 def _state_msg(state: SnapshotState, task: Task, waited: float, deadline: float | None) -> Msg:
@@ -138,4 +182,6 @@ def _state_msg(state: SnapshotState, task: Task, waited: float, deadline: float 
         )
     if state in ("stopped", "deadline", "call_limit"):
         return msg("read.state_stopped", seconds=round(waited, 3), status=task.status)
+    if state in ("approval", "ended_early"):
+        return msg(f"read.state_{state}", seconds=round(waited, 3), status=task.status)
     return msg(f"read.state_{state}", status=task.status)

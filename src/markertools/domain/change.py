@@ -115,8 +115,9 @@ class TaskChange(Mapping[str, object]):
 
 
 _FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in attrs.fields(TaskChange))
-# a task's id never changes; its epoch (FLT-1) is raised by claims only, in the store
-_NOT_CHANGEABLE: Final[frozenset[str]] = frozenset({"id", "epoch"})
+# a task's id never changes; its epoch (FLT-1) is raised by claims only, in the store;
+# its engine (ENG-1) is chosen when the task is made
+_NOT_CHANGEABLE: Final[frozenset[str]] = frozenset({"id", "epoch", "engine"})
 CHANGEABLE_TASK_FIELDS: Final[frozenset[str]] = frozenset(_FIELDS)
 
 
@@ -132,6 +133,8 @@ def _unknown_fields(unknown: Sequence[object]) -> str:
             named.append("'id' (a task's id never changes)")
         elif name == "epoch":
             named.append("'epoch' (only a claim raises it, FLT-1)")
+        elif name == "engine":
+            named.append("'engine' (chosen when the task is made, ENG-1)")
         else:
             named.append(f"{name!r} (did you mean {near[0]!r}?)" if near else repr(name))
     return (

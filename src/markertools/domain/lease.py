@@ -10,8 +10,10 @@
 #           {"tasks": {STATUS: COUNT}, "hosts": [{"host", "lease_expires_at", "running":
 #           [{"task_id", "turn", "started_at"}]}], "held_by_quota": [{"task_id",
 #           "created_by", "reason"}], "unleased": [{"task_id", "host", "turn",
-#           "started_at", "lease_expires_at"}]}, hosts by name, tasks by id (stable
-#           output). `worker status` (text and JSON) is built from the snapshot only.
+#           "started_at", "lease_expires_at"}], "approvals_pending": [{"id", "task_id",
+#           "kind", "command", "asked_at"}]}, hosts by name, tasks and requests by id
+#           (stable output). `worker status` (text and JSON) is built from the snapshot
+#           only.
 #   Rule 3: `pick_claim` is the claim order every store follows: skip a task whose
 #           affinity is another host's and has not ended (until > now) and a task whose
 #           creator's quota is exhausted; of the rest, tasks a queued or running task
@@ -25,6 +27,7 @@ from typing import Final
 
 import attrs
 
+from markertools.domain.approvals import ApprovalRequest
 from markertools.domain.model import Quota, Task
 from markertools.domain.money import usd_text
 from markertools.text.msg import DEFAULT_LOCALE, Msg, msg
@@ -120,6 +123,8 @@ class FleetSnapshot:
     held_by_quota: tuple[QuotaHold, ...] = ()
     now: float = 0.0
     unleased: tuple[UnleasedRun, ...] = ()
+    # additive (APR-4): the pending approval requests of running tasks, by asked_at, id
+    approvals_pending: tuple[ApprovalRequest, ...] = ()
 
 
 def quota_hold_reason(user: str, quota: Quota) -> Msg:
@@ -160,6 +165,16 @@ def worker_status_json(snapshot: FleetSnapshot, locale: str = DEFAULT_LOCALE) ->
                 "lease_expires_at": u.lease_expires_at,
             }
             for u in sorted(snapshot.unleased, key=lambda u: u.task_id)
+        ],
+        "approvals_pending": [
+            {
+                "id": a.id,
+                "task_id": a.task_id,
+                "kind": a.kind,
+                "command": None if a.command is None else list(a.command),
+                "asked_at": a.asked_at,
+            }
+            for a in sorted(snapshot.approvals_pending, key=lambda a: a.id)
         ],
     }
 

@@ -54,6 +54,10 @@ PERMISSIONS: Final[tuple[Permission, ...]] = ("read", "create_task", "approve_me
 
 AttemptKind = Literal["goal_breakpoint", "platform_fresh"]
 
+# ENG-1: the coding agents a task can run on (a task's own `engine`, else the host's)
+Engine = Literal["codex", "claude-code"]
+ENGINES: Final[tuple[Engine, ...]] = ("codex", "claude-code")
+
 
 class TaskStatus(StrEnum):
     """DOM-1: a task's status; equal to its string (stores refuse anything else)."""
@@ -187,6 +191,9 @@ class Task:
     # additive (FLT-1): the fencing number of the task's latest claim; every claim raises
     # it by 1 (0 = never claimed), and a write carrying an older claim is refused
     epoch: int = 0
+    # additive (ENG-1): the engine the task runs on, one of ENGINES; None = the host's
+    # `--engine`. Set when the task is made (world file, insert_task), never by a change.
+    engine: str | None = None
 
 
 @attrs.frozen
@@ -491,6 +498,15 @@ class Followup:
     task_id: str
     text: str
     consumed: bool = False  # additive: taken by take_followups (a worker read it)
+
+
+def refuse_bad_engine(engine: object) -> None:
+    """ENG-1: a task's engine is None or one of ENGINES; anything else is a ValueError
+    naming the allowed values (stores refuse it at insert_task, as world files do)."""
+    if engine is not None and not (isinstance(engine, str) and engine in ENGINES):
+        raise ValueError(
+            f"task engine must be one of {', '.join(ENGINES)} (or null); got {engine!r}"
+        )
 
 
 def refuse_bad_status(kind: str, status: object, allowed: tuple[str, ...]) -> None:

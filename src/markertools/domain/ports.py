@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
+from markertools.domain.approvals import ApprovalRequest, ApprovalRule
 from markertools.domain.change import TaskChange
 from markertools.domain.errors import MarkertoolsError
 from markertools.domain.lease import Affinity, Checkpoint, FleetSnapshot, Lease
@@ -319,7 +320,9 @@ class AttemptLedger(Protocol):
         auto_resume_count, set status queued - only if the task's status is still
         `expected_status`. Any failure rolls everything back and is returned, not raised.
         `reason` (FLT-2), when given, is the ledger row's interruption reason (the cause:
-        a shutdown, a lost lease, a store outage) instead of the task's own."""
+        a shutdown, a lost lease, a store outage) instead of the task's own.
+        APR-5: the same transaction expires the task's pending approval requests
+        (answered_by "requeue", the reason `requeue_expiry_reason` gives)."""
         ...
 
     def latest_attempt(self, task_id: str) -> Attempt | None:
@@ -620,6 +623,82 @@ class Fencing(Protocol):
         ...
 
 
+class ApprovalStore(Protocol):
+    """Port: approval requests and a project's approval rules (APR-1..5,
+    docs/approvals.md). Every bundled store implements it (`Ports.approvals`). A request
+    moves only pending -> approved | denied | expired, once, by compare-and-set (house
+    rule 6): of two answers exactly one wins."""
+
+    def insert_approval(self, request: ApprovalRequest) -> ApprovalRequest:
+        """APR-1: store `request` (checked with `check_request`) for its task, atomically
+        with the check that the task exists and is `running`: the stored row, whose
+        `project_id` and `attempt` (the task's auto_resume_count) come from the task row.
+        A task that is missing or not running, an id stored already or a bad field raise
+        ValueError, nothing written. A request may be stored answered already (a rule
+        answered it, APR-2)."""
+        ...
+
+    def get_approval(self, approval_id: str) -> ApprovalRequest | None: ...
+
+    def list_approvals(
+        self,
+        project_id: str | None = None,
+        *,
+        statuses: Collection[str] | None = None,
+        task_id: str | None = None,
+    ) -> tuple[ApprovalRequest, ...]:
+        """Requests of a project (None: every project), optionally only these statuses
+        and one task's; by asked_at, then id."""
+        ...
+
+    def pending_approvals(
+        self, task_ids: Sequence[str]
+    ) -> Mapping[str, tuple[ApprovalRequest, ...]]:
+        """APR-4: the pending requests of the RUNNING tasks among `task_ids`, in ONE
+        storage query: task id -> its requests (by asked_at, then id); tasks without one
+        are absent."""
+        ...
+
+    def answer_approval(
+        self,
+        approval_id: str,
+        status: str,
+        *,
+        answered_by: str,
+        reason: str | None,
+        now: float,
+    ) -> ApprovalRequest | None:
+        """APR-3 compare-and-set: set `status` ("approved" or "denied"), `answered_by`,
+        `answer_reason` and `answered_at` = now only while the request is pending, its
+        expiry is after `now` and its task is running; the new row, else None (nothing
+        changed). Another status is a ValueError."""
+        ...
+
+    def expire_approval(
+        self, approval_id: str, *, answered_by: str, reason: str, now: float
+    ) -> ApprovalRequest | None:
+        """APR-1: compare-and-set a pending request to `expired` (whatever the time or its
+        task's status), recording who expired it (`expiry`, `withdrawn`, ...) and why; the
+        new row, else None (answered meanwhile, or unknown)."""
+        ...
+
+    def add_approval_rule(self, rule: ApprovalRule) -> ApprovalRule:
+        """APR-2: store `rule` (checked with `approval_rules.check_rule`) after the
+        project's other rules: the stored rule, its `position` one above the project's
+        highest. An id stored already or a bad rule raise ValueError, nothing written."""
+        ...
+
+    def approval_rules(self, project_id: str) -> tuple[ApprovalRule, ...]:
+        """APR-2: the project's rules in the order they are tried (position, then id)."""
+        ...
+
+    def get_approval_rule(self, rule_id: str) -> ApprovalRule | None: ...
+
+    def remove_approval_rule(self, rule_id: str) -> bool:
+        """Delete the rule; False when there was none."""
+        ...
+
+
 @attrs.frozen
 class Ports:
     """Everything delivery may touch. One adapter object may fill several fields."""
@@ -641,6 +720,7 @@ class Ports:
     journal: DeliveryJournal | None = None  # None: a turn id can not be honoured (TRN-9)
     calls: CallLedger | None = None  # None: no same-turn tool calls (deliver_call refuses)
     fencing: Fencing | None = None  # None: `claim=` is refused (the store cannot fence)
+    approvals: ApprovalStore | None = None  # None: approval-answer is refused (APR-3)
 
 
 class LeaseStore(Fencing, Protocol):
@@ -706,7 +786,8 @@ class LeaseStore(Fencing, Protocol):
         affinity (expected_host, now + affinity_seconds) set. Of two concurrent callers
         exactly one gets ok=True; the other gets ok=False with the reason. `reason`
         (FLT-2) is the ledger row's interruption cause (e.g. the host stopped renewing
-        its lease)."""
+        its lease). The task's pending approval requests expire in the same transaction
+        (APR-5), as in requeue_platform."""
         ...
 
     def get_affinity(self, task_id: str) -> Affinity | None:

@@ -12,6 +12,8 @@
 #           output and error (first 1000 code points each) appear only inside data framing
 #           with a sentence that they are records, not instructions.
 #   Rule 4: pure: randomness (framing nonces) arrives as a RandomSource argument.
+#   Rule 5 (APR-5): the preamble names the approval requests the ended attempt was
+#           waiting for (`unanswered_at_requeue`: expired by that requeue), framed as data.
 from __future__ import annotations
 
 import math
@@ -20,6 +22,12 @@ from typing import Final
 
 import attrs
 
+from markertools.domain.approvals import (
+    ANSWERED_BY_REQUEUE,
+    ApprovalRequest,
+    describe_request,
+    flat,
+)
 from markertools.domain.decision import Allowed, Decision, Denied, PermissionAnswer
 from markertools.domain.model import Attempt, Task
 from markertools.domain.ports import RandomSource
@@ -174,17 +182,54 @@ def recovered_section(recovered: Sequence[str], random: RandomSource, locale: st
     return "\n".join(parts)
 
 
+def unanswered_at_requeue(
+    requests: Sequence[ApprovalRequest], attempt: Attempt | None
+) -> tuple[ApprovalRequest, ...]:
+    """APR-5: of a task's requests, those the platform requeue that ended `attempt`
+    expired unanswered: expired by "requeue", asked during that attempt (the task's
+    auto_resume_count was attempt_no - 1 then), by asked_at then id."""
+    if attempt is None or not _is_int(attempt.attempt_no):
+        return ()
+    found = [
+        r
+        for r in requests
+        if r.task_id == attempt.task_id
+        and r.status == "expired"
+        and r.answered_by == ANSWERED_BY_REQUEUE
+        and r.attempt == attempt.attempt_no - 1
+    ]
+    return tuple(sorted(found, key=lambda r: (r.asked_at, r.id)))
+
+
+APPROVALS_SHOWN: Final[int] = 20  # APR-5: requests named in the preamble
+
+
+def approvals_section(
+    requests: Sequence[ApprovalRequest], random: RandomSource, locale: str = "en"
+) -> str:
+    """APR-5: the requests the previous attempt waited for and never got an answer to,
+    framed as data (each line: id, kind, what it asked for)."""
+    shown = requests[:APPROVALS_SHOWN]
+    lines = [f"{flat(r.id)}  {r.kind}  {describe_request(r)}" for r in shown]
+    if len(requests) > len(shown):
+        lines.append(f"… (+{len(requests) - len(shown)})")
+    framed = frame_data("\n".join(lines), msg("attempts.label_approvals"), random, locale).text
+    return msg("attempts.preamble_approvals", n=len(requests)).render(locale) + "\n" + framed
+
+
 def resume_preamble(
     attempt: Attempt | None,
     random: RandomSource,
     locale: str = "en",
     recovered: Sequence[str] = (),
+    approvals: Sequence[ApprovalRequest] = (),
 ) -> str | None:
     """ATT-4: the resume preamble for the claim after a platform requeue, or None (no row,
     a malformed row, or a row that is not `platform_fresh`). The caller decides which tasks
     and starts get one (INJ-1, INJ-5; goal tasks never do). `recovered` (FLT-2): the
     reports of turns the platform finished delivering after the interruption - shown so
-    the agent does not repeat them."""
+    the agent does not repeat them. `approvals` (APR-5): the requests the attempt was
+    waiting for and never got an answer to (`unanswered_at_requeue`)."""
     row = checked_attempt(attempt)
     if row is None or row.kind != "platform_fresh":
         return None
@@ -209,6 +254,8 @@ def resume_preamble(
         parts.extend(p for p in (output, error) if p is not None)
     if recovered:
         parts.append(recovered_section(recovered, random, locale))
+    if approvals:
+        parts.append(approvals_section(approvals, random, locale))
     parts.append(msg("attempts.preamble_inspect").render(locale))
     return "\n".join(parts)
 

@@ -28,6 +28,7 @@ from typing import Final
 
 import attrs
 
+from markertools.domain.approvals import ApprovalRequest
 from markertools.domain.model import (
     UNFINISHED_TODO_STATUSES,
     Attempt,
@@ -85,6 +86,9 @@ class InjectionInputs:
     # FLT-2: the report messages of turns the platform finished delivering for the
     # previous attempt after it was cut off (`recover_pending_turns`), oldest first
     recovered: tuple[str, ...] = ()
+    # APR-5: the task's approval requests that the requeue ending the previous attempt
+    # expired unanswered (`unanswered_at_requeue`); the resume preamble names them
+    unanswered: tuple[ApprovalRequest, ...] = ()
 
 
 @attrs.frozen
@@ -257,7 +261,9 @@ def assemble_first_turn(
             notes.append(msg("inject.note_retry_no_preamble"))
         preamble = None
         if inputs.start != StartKind.RETRY and preamble_applies(inputs.attempt, task):
-            preamble = resume_preamble(inputs.attempt, random, locale, inputs.recovered)
+            preamble = resume_preamble(
+                inputs.attempt, random, locale, inputs.recovered, inputs.unanswered
+            )
             preamble = inert(preamble) if preamble is not None else None
             if preamble is not None:
                 names.append("resume")

@@ -28,6 +28,7 @@ import attrs
 from markertools.parse.kindspec import INT64, FieldSpec, KindSpec
 
 __all__ = ["ALL_NAMES", "EXEC_ORDER", "KINDS", "KIND_BY_NAME", "FieldSpec", "KindSpec", "kind_of"]
+from markertools.domain.approvals import APPROVAL_DECISIONS
 from markertools.domain.model import (
     EFFORTS,
     EXECUTORS,
@@ -36,6 +37,7 @@ from markertools.domain.model import (
     TODO_STATUSES,
 )
 from markertools.parse.params import (
+    ApprovalAnswerParams,
     AutomationCreateParams,
     GoalConvertParams,
     QuotaStatusParams,
@@ -57,6 +59,7 @@ TEXT_MAX: Final[int] = 20000
 NAME_MAX: Final[int] = 100
 Q_MAX: Final[int] = 200
 WAIT_MAX_TARGETS: Final[int] = 8  # WAI-2
+APPROVAL_REASON_MAX: Final[int] = 2000  # APR-3: an answer's reason
 
 
 def _task_id(aliases: tuple[str, ...] = ()) -> FieldSpec:
@@ -136,6 +139,18 @@ KINDS: Final[tuple[KindSpec, ...]] = (
         (_task_id(TASK_ID_ALIASES),),
         "parse.sum.task-retry",
         '{"task_id": "t-1234"}',
+    ),
+    KindSpec(
+        "approval-answer", ("approval_answer",), 5, ApprovalAnswerParams,
+        (
+            FieldSpec("approval_id", "text", "parse.doc.approval_id", required=True, min_len=1, max_len=NAME_MAX),
+            FieldSpec("decision", "enum", "parse.doc.approval_decision", required=True, choices=APPROVAL_DECISIONS),
+            FieldSpec("reason", "text", "parse.doc.approval_reason", max_len=APPROVAL_REASON_MAX),
+        ),
+        "parse.sum.approval-answer",
+        '{"approval_id": "apr-5f3a9c1e2b7d4a60", "decision": "approve", '
+        '"reason": "the test suite only reads the repository"}',
+        guide_note="parse.guide.note.approval-answer",
     ),
     KindSpec(
         "task-list", (), 5, TaskListParams,

@@ -80,6 +80,15 @@ class TodoUpdateParams:
 
 
 @attrs.frozen
+class ApprovalAnswerParams:
+    """APR-3: answer a pending approval request of a task below the sender."""
+
+    approval_id: str
+    decision: str  # "approve" or "deny"
+    reason: str | None = None
+
+
+@attrs.frozen
 class TaskListParams:
     status: str | None = None
     q: str | None = None
@@ -126,6 +135,7 @@ Params = (
     | WaitThreadsParams
     | TaskCancelParams
     | TaskRetryParams
+    | ApprovalAnswerParams
     | TodoListParams
     | TodoCreateParams
     | TodoUpdateParams

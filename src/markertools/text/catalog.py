@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from markertools.text import (
+    messages_approvals,
     messages_attempts,
     messages_automations,
     messages_common,
@@ -45,6 +46,7 @@ _TABLES: Final[tuple[Mapping[str, Mapping[str, str]], ...]] = (
     messages_toolserver.MESSAGES,
     messages_schedule.MESSAGES,
     messages_worker.MESSAGES,
+    messages_approvals.MESSAGES,
 )
 
 

@@ -27,6 +27,10 @@ _SUMMARIES: Final[dict[str, dict[str, str]]] = {
         "en": "re-queue a failed, interrupted or merge-failed task (prompt and model kept)",
         "zh": "把失败、已中断或合并失败的任务重新排队（保留提示词与模型）",
     },
+    "parse.sum.approval-answer": {
+        "en": "approve or deny a pending approval request of a task you spawned (directly or further down) with your creator",
+        "zh": "批准或拒绝你派生链上（且同一创建人）的任务提出的待批准请求",
+    },
     "parse.sum.task-list": {
         "en": "list this project's tasks, newest first, with counts per status",
         "zh": "列出本项目的任务（新建倒序），附各状态计数",
@@ -163,6 +167,18 @@ _DOCS: Final[dict[str, dict[str, str]]] = {
         "zh": "目标；本轮报告之后，本会话会一直为它工作直到达成",
     },
     "parse.doc.goal_forbidden": {"en": "not accepted here", "zh": "此处不接受"},
+    "parse.doc.approval_id": {
+        "en": "the request's id, as a task-poll or wait-threads result shows it",
+        "zh": "请求的 id，即 task-poll 或 wait-threads 结果中显示的 id",
+    },
+    "parse.doc.approval_decision": {
+        "en": "approve lets the task's agent go ahead; deny refuses",
+        "zh": "approve 让该任务的代理继续执行；deny 拒绝",
+    },
+    "parse.doc.approval_reason": {
+        "en": "why, in a sentence; the task's agent is told",
+        "zh": "一句话说明理由；会告知该任务的代理",
+    },
 }
 
 _GUIDE: Final[dict[str, dict[str, str]]] = {
@@ -241,6 +257,10 @@ _GUIDE: Final[dict[str, dict[str, str]]] = {
     "parse.guide.note.goal-convert": {
         "en": "`verify_command` and `goal_max_rounds` are not accepted: a block carrying either is skipped.",
         "zh": "不接受 `verify_command` 与 `goal_max_rounds`：带有其中任一字段的块会被跳过。",
+    },
+    "parse.guide.note.approval-answer": {
+        "en": "Only a task above the requesting task in its lineage, with the same creator, may answer; never your own request. The first answer wins; a request that expired, was answered already or whose task stopped running is refused, and no answer approves what a deny rule of the project covers.",
+        "zh": "只有请求任务派生链上方、且同一创建人的任务可以回答；不能回答自己的请求。以第一个回答为准；已过期、已被回答或其任务已不在运行的请求会被拒绝，任何回答都不能批准项目拒绝规则所覆盖的请求。",
     },
     "parse.guide.note.automation-create": {
         "en": "Creating only registers the automation; its runs start when they are due.",

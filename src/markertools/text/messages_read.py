@@ -35,6 +35,14 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "en": "NOT finished: timed out after {seconds} s, last status seen '{status}'",
         "zh": "未结束：等待 {seconds} 秒后超时，最后看到的状态为“{status}”",
     },
+    "read.state_approval": {
+        "en": "NOT finished: it waits for an answer to an approval request, so the wait ended early after {seconds} s (you may answer it), last status seen '{status}'",
+        "zh": "未结束：它在等待审批请求的回答，因此等待在 {seconds} 秒后提前结束（你可以回答），最后看到的状态为“{status}”",
+    },
+    "read.state_ended_early": {
+        "en": "NOT finished: the wait ended early after {seconds} s because another target waits for an approval answer you may give, last status seen '{status}'",
+        "zh": "未结束：另一个目标在等待你可以给出的审批回答，因此等待在 {seconds} 秒后提前结束，最后看到的状态为“{status}”",
+    },
     "read.state_sender_cancelled": {
         "en": "not finished: waiting stopped early because you (the sender) were cancelled",
         "zh": "未结束：你（发送方）已被取消，等待提前停止",

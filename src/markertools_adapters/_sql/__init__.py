@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from markertools_adapters._sql._approvals import ApprovalMixin
 from markertools_adapters._sql._automations import (
     AutomationMixin,
     active_name_clashes,
@@ -51,6 +52,7 @@ __all__ = [
     "LOOKUP_INDEXES",
     "MONEY_COLUMNS",
     "WORLD_TABLES",
+    "ApprovalMixin",
     "AutomationMixin",
     "Database",
     "Dialect",

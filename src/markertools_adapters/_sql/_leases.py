@@ -1,5 +1,5 @@
 # Owns: the LeaseStore port on both SQL adapters (WRK-6 leases and affinity, WRK-7
-# checkpoints, WRK-8 quota hold, WRK-10 fleet snapshot) over the step-8 tables
+# checkpoints, WRK-8 quota hold, WRK-10 fleet snapshot with APR-4's pending requests) over the step-8 tables
 # `task_leases`, `task_affinity`, `task_checkpoints`, as a mixin over `self._db` and
 # `self._tables`. The claim itself is _worker.py's (`lease_claim_sql` is its query).
 #
@@ -35,6 +35,7 @@ from markertools import (
     quota_hold_reason,
     summarize_error,
 )
+from markertools_adapters._sql._approvals import REQUEST_COLUMNS, request_of
 from markertools_adapters._sql._codec import Tables, text_value
 from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._fence import check_claim_in
@@ -277,8 +278,9 @@ class LeaseMixin:
         with self._db.write() as conn:
             if claim is not None:  # FLT-1
                 check_claim_in(conn, self._tables, claim)
-            self._write_checkpoint(conn, task_id, round, opt(thread_id, "thread_id"),
-                                   opt(turn_id, "turn_id"), now)
+            self._write_checkpoint(
+                conn, task_id, round, opt(thread_id, "thread_id"), opt(turn_id, "turn_id"), now
+            )
 
     def _write_checkpoint(
         self,
@@ -367,6 +369,15 @@ class LeaseMixin:
                 ),
                 params,
             ).fetchall()
+            cols = ", ".join(f"a.{c.strip()}" for c in REQUEST_COLUMNS.split(","))
+            asking = conn.execute(  # APR-4
+                d.sql(
+                    f"SELECT {cols} FROM approvals AS a JOIN tasks AS t ON t.id = a.task_id"
+                    f" WHERE a.status = 'pending' AND t.status = 'running'{where}"
+                    " ORDER BY a.asked_at, a.id"
+                ),
+                params,
+            ).fetchall()
             users: dict[str, Quota] = {}
             for _, user in held_rows:
                 if user not in users:
@@ -410,5 +421,10 @@ class LeaseMixin:
             for task_id, host, turn, started, expires in stale
         )
         return FleetSnapshot(
-            {d.stored_text(status): int(n) for status, n in counts}, hosts, held, now, unleased
+            {d.stored_text(status): int(n) for status, n in counts},
+            hosts,
+            held,
+            now,
+            unleased,
+            tuple(request_of(d, row) for row in asking),
         )

@@ -16,6 +16,8 @@
 #   Rule 2: audit rows and follow-ups keep insertion order (their `seq` column).
 #   Rule 3: cost rows are returned by round, then insertion order (the memory model's
 #           stable sort); "unpriced" is `not is_priced(row)` (priced false or no usd).
+#   Rule 4 (APR-5): the requeue expires the task's pending approval requests in its own
+#           transaction (so requeue_expired, which runs it, does too).
 from __future__ import annotations
 
 from markertools import (
@@ -30,6 +32,7 @@ from markertools import (
     requeued_task,
     summarize_error,
 )
+from markertools_adapters._sql._approvals import expire_for_requeue_in
 from markertools_adapters._sql._codec import Tables, text_value
 from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._rows import get_by_id
@@ -139,6 +142,7 @@ class RecordsMixin:
         )
         if cursor.rowcount != 1:  # cannot happen under the write lock; stay safe
             raise RuntimeError(f"task {task_id!r} changed during the requeue")
+        expire_for_requeue_in(conn, d, task_id, attempt.interrupted_reason, now)  # APR-5
         kept = conn.execute(
             d.sql(f"{attempts.select_sql} WHERE task_id = ? AND attempt_no = ?"),
             (d.bind_text(task_id), attempt.attempt_no),

@@ -29,6 +29,7 @@ from markertools import (
     TaskChange,
     Todo,
     created_now,
+    refuse_bad_engine,
     refuse_bad_status,
 )
 from markertools_adapters._sql._codec import RecordCodec, Tables, quote
@@ -130,6 +131,7 @@ class TaskRows:
 
     def insert_task(self, task: Task) -> None:
         refuse_bad_status("task", task.status, TASK_STATUSES)
+        refuse_bad_engine(task.engine)  # ENG-1
         # FLT-5: an unset created_at is the store clock's now
         insert_new(self._db, self._tables.tasks, created_now(task, time.time()), "task")
 

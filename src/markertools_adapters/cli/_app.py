@@ -233,9 +233,10 @@ class WordsTyper(typer.Typer):
 APP_HELP: Final[str] = (
     "Marker blocks for LLM-agent workers: parse and deliver an agent turn's blocks "
     "(parse, deliver, demo), serve the same kinds as same-turn MCP tools (tools), run a "
-    "project's tasks on Codex (worker), orchestrate plans on Codex workers (plan, dots), "
-    "draw the fleet (view), and manage databases, automations, prompts and the agent "
-    "guide (world, automations, prompt, guide, schema)."
+    "project's tasks on Codex (worker), answer their agents' approval requests "
+    "(approvals), orchestrate plans on Codex workers (plan, dots), draw the fleet (view), "
+    "and manage databases, automations, prompts and the agent guide (world, automations, "
+    "prompt, guide, schema)."
 )
 app = WordsTyper(
     name="markertools",

@@ -40,6 +40,7 @@ COMMAND_MODULES: Final[dict[str, tuple[str, ...]]] = {
     "plan": ("cmd_plan",),
     "world": ("cmd_world",),
     "automations": ("cmd_automations",),
+    "approvals": ("cmd_approvals",),
     "dots": ("cmd_dots", "cmd_dots_serve", "cmd_dots_view"),
     "view": ("cmd_view",),
     "tools": ("cmd_tools",),

@@ -1,7 +1,7 @@
 # Owns: `markertools tools token / revoke / serve` (docs/cli.md, docs/tools.md, TOL-3,
 # TOL-6, TOL-8): mint a task token (printed once: stdout is the token alone, or with
 # --json {"task_id", "token", "expires_at"}), revoke a task's tokens, and serve the
-# fourteen marker tools as an MCP server (`markertools_adapters.tools.ToolsMcp`) on
+# fifteen marker tools as an MCP server (`markertools_adapters.tools.ToolsMcp`) on
 # stdio (bound by MARKERTOOLS_TASK_TOKEN) or, with --http HOST:PORT, Streamable HTTP
 # at /mcp on a loopback address (each request bound by its bearer token). Only parses
 # options, opens the store (`markertools_adapters.connect`) and runs the library.
@@ -166,7 +166,7 @@ def serve_cmd(
         ),
     ] = 300.0,
 ) -> None:
-    """The fourteen marker tools as an MCP server bound to one task per token (TOL-1..11)."""
+    """The fifteen marker tools as an MCP server bound to one task per token (TOL-1..11)."""
     from markertools_adapters._outage import EX_TEMPFAIL
     from markertools_adapters.tools import (
         ListenFailed,

@@ -21,13 +21,22 @@ from markertools_adapters.cli._viewio import rendered, size_text, write_page
 def read_world(db: str) -> Any:
     """The world of an existing database (a SQLite file or a postgresql:// URL), at its
     recorded time (a world-file database) or now."""
+    return read_fleet(db)[0]
+
+
+def read_fleet(db: str) -> tuple[Any, tuple[Any, ...]]:
+    """The world of an existing database and its approval requests (APR-4), read from
+    one opened store."""
     from markertools_adapters.cli._io import close_store, open_db
     from markertools_adapters.stores import redact
 
     store = open_db(db)
     try:
         recorded = store.world_now()
-        return store.export_world(recorded if recorded is not None else time.time())
+        world = store.export_world(recorded if recorded is not None else time.time())
+        lister = getattr(store, "list_approvals", None)
+        approvals = tuple(lister()) if callable(lister) else ()
+        return world, approvals
     except Exception as exc:
         raise UsageFailure(f"--db {redact(db)}: cannot read: {exc}") from None
     finally:
@@ -38,7 +47,7 @@ def view_command(db: str, project: str | None, out: Path) -> str:
     """Write the fleet page of `db` to `out`; returns the confirmation line."""
     from markertools_adapters.views import fleet_model, render_fleet
 
-    world = read_world(db)
+    world, approvals = read_fleet(db)
     if project is not None:
         known = sorted({p.id for p in world.projects} | {t.project_id for t in world.tasks})
         if project not in known:
@@ -47,7 +56,7 @@ def view_command(db: str, project: str | None, out: Path) -> str:
                 f"--project {project}: no such project in the database"
                 + (f" (projects: {listed})" if known else " (it holds no project)")
             )
-    model = fleet_model(world, project)
+    model = fleet_model(world, project, approvals=approvals)
     size = write_page(out, rendered(lambda: render_fleet(model)))
     s = model.summary
     return (
@@ -88,4 +97,4 @@ def view_cmd(
     sys.stdout.write(line + "\n")
 
 
-__all__ = ["read_world", "view_cmd", "view_command"]
+__all__ = ["read_fleet", "read_world", "view_cmd", "view_command"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from markertools import is_priced
 from markertools_adapters._carries import CarriesPorts
+from markertools_adapters.memory._approvals import ApprovalMixin
 from markertools_adapters.memory._attempts import AttemptMixin
 from markertools_adapters.memory._automations import AutomationMixin
 from markertools_adapters.memory._core import CoreMixin
@@ -32,10 +33,11 @@ class MemoryStore(
     LeaseMixin,
     JournalMixin,
     ToolsMixin,
+    ApprovalMixin,
     CarriesPorts,
 ):
     """Tasks, todos, automations, projects, permissions, costs and quotas, the attempts
-    ledger, the audit log and the follow-up queue, in memory. Thread-safe."""
+    ledger, the audit log, the follow-up queue and approvals, in memory. Thread-safe."""
 
     def __init__(self, state: MemoryState | None = None) -> None:
         self._state = state if state is not None else MemoryState()

@@ -8,9 +8,12 @@
 #           returned (RequeueResult ok=False), never raised.
 #   Rule 2 (ATT-1): recording an existing (task_id, attempt_no) keeps the first row.
 #   Rule 3 (ATT-3): latest_attempt never raises; a malformed row yields None.
+#   Rule 4 (APR-5): the requeue expires the task's pending approval requests under the
+#           same hold of the lock, and puts them back when it fails.
 from __future__ import annotations
 
 from markertools import (
+    ApprovalRequest,
     Attempt,
     RequeueResult,
     checked_attempt,
@@ -18,6 +21,7 @@ from markertools import (
     requeued_task,
     summarize_error,
 )
+from markertools_adapters.memory._approvals import expire_for_requeue
 from markertools_adapters.memory._state import MemoryState, revoke_left_running
 
 
@@ -65,15 +69,18 @@ class AttemptMixin:
         key = (task_id, row.attempt_no)
         previous = state.attempts.get(key)
         recorded = previous if previous is not None else row
+        expired: dict[str, ApprovalRequest] = {}
         try:
             if previous is None:
                 state.attempts[key] = row
             state.tasks[task_id] = new_task
             revoke_left_running(state, task, new_task)  # TOL-3
+            expired = expire_for_requeue(state, task_id, row.interrupted_reason, now)
         except BaseException:
             if previous is None:
                 state.attempts.pop(key, None)
             state.tasks[task_id] = task
+            state.approvals.update(expired)
             raise
         return RequeueResult(ok=True, attempt=recorded)
 

@@ -34,6 +34,7 @@ from markertools import (
     TaskListing,
     created_now,
     is_priced,
+    refuse_bad_engine,
     refuse_bad_status,
 )
 from markertools_adapters.memory._state import MemoryState, compare_and_set
@@ -81,6 +82,7 @@ class CoreMixin:
 
     def insert_task(self, task: Task) -> None:
         refuse_bad_status("task", task.status, TASK_STATUSES)
+        refuse_bad_engine(task.engine)  # ENG-1
         task = created_now(task, time.time())  # FLT-5: an unset created_at is now
         with self._state.lock:
             if task.id in self._state.tasks:

@@ -1,5 +1,6 @@
 # Owns: the in-memory reference of the LeaseStore port (WRK-6 leases and affinity, WRK-7
-# checkpoints, WRK-8 quota hold, WRK-10 fleet snapshot), as a mixin of MemoryStore.
+# checkpoints, WRK-8 quota hold, WRK-10 fleet snapshot with the pending approval requests
+# of APR-4), as a mixin of MemoryStore.
 # Operates on `self._state` under its lock; the claim itself is WorkerMixin.claim_task.
 #
 # Invariants:
@@ -252,6 +253,15 @@ class LeaseMixin(JournalMixin):  # fenced() runs in its atomic()
                         held.append(
                             QuotaHold(t.id, t.created_by, reason, quota.used_usd, quota.total_usd)
                         )
+            running = {t.id for t in tasks if t.status == "running"}
+            asking = sorted(  # APR-4
+                (
+                    a
+                    for a in self._state.approvals.values()
+                    if a.status == "pending" and a.task_id in running
+                ),
+                key=lambda a: (a.asked_at, a.id),
+            )
         hosts = tuple(
             HostLeases(
                 host,
@@ -269,4 +279,5 @@ class LeaseMixin(JournalMixin):  # fenced() runs in its atomic()
             tuple(sorted(held, key=lambda q: q.task_id)),
             now,
             tuple(sorted(unleased, key=lambda u: u.task_id)),
+            tuple(asking),
         )

@@ -13,6 +13,8 @@ import attrs
 
 from markertools import (
     Affinity,
+    ApprovalRequest,
+    ApprovalRule,
     Attempt,
     AuditRecord,
     Automation,
@@ -67,6 +69,9 @@ class MemoryState:
     charged_turns: dict[tuple[str, str], FinishedTurn] = attrs.Factory(dict)
     # FLT-5: waiter task id -> the tasks it waits for
     waits: dict[str, frozenset[str]] = attrs.Factory(dict)
+    # APR-1..5: approval requests and approval rules, by id
+    approvals: dict[str, ApprovalRequest] = attrs.Factory(dict)
+    approval_rules: dict[str, ApprovalRule] = attrs.Factory(dict)
     lock: threading.RLock = attrs.field(factory=threading.RLock, eq=False, repr=False)
 
     # The adapter kit's stores pickle the state (docs/worker-loop.md): the records and

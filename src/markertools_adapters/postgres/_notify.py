@@ -18,6 +18,10 @@
 #   Rule 2: notifications of other schemas are ignored (the channel is database-wide).
 #   Rule 3: after a lost connection is re-established, every waiter wakes once (changes
 #           during the gap are unknown), and history overflow does the same.
+#   Rule 4: `subscribe(callback)` hears every notification of this schema in the listener
+#           thread - the task id, or None for "something changed" (a reconnect, an
+#           oversized payload) - so an asyncio waiter (the approvals broker) wakes without a
+#           thread of its own; a callback that raises is ignored, never stops the listener.
 from __future__ import annotations
 
 import collections
@@ -26,7 +30,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from psycopg import sql
@@ -57,6 +61,8 @@ class PgChangeWaiter:
         self.early_wakeups = 0  # waits that returned because a target changed
         self.full_waits = 0  # waits that lasted their whole `seconds`
         self.backend_pid: int | None = None  # the LISTEN connection's server process
+        self._subscribers: dict[int, Callable[[str | None], None]] = {}
+        self._next_subscriber = 0
         conn = self._listen()  # raises here, in the caller, when the server is unreachable
         self._listening = True
         self._thread = threading.Thread(
@@ -107,6 +113,21 @@ class PgChangeWaiter:
             if task_id is None or task_id in targets:
                 return True
         return False
+
+    def subscribe(self, callback: Callable[[str | None], None]) -> Callable[[], None]:
+        """Rule 4: call `callback(task_id)` (None: something changed) in the listener
+        thread for every notification of this schema from now on; returns the function
+        that unsubscribes it."""
+        with self._cond:
+            key = self._next_subscriber
+            self._next_subscriber += 1
+            self._subscribers[key] = callback
+
+        def unsubscribe() -> None:
+            with self._cond:
+                self._subscribers.pop(key, None)
+
+        return unsubscribe
 
     # ---- the listener thread ---------------------------------------------------------
 
@@ -165,6 +186,10 @@ class PgChangeWaiter:
             self._seq += 1
             self._recent.append((self._seq, task_id))
             self._cond.notify_all()
+            subscribers = list(self._subscribers.values())
+        for callback in subscribers:  # Rule 4
+            with contextlib.suppress(Exception):
+                callback(task_id)
 
     def wake(self) -> None:
         """Wake every waiting thread once (as a change of every task would): the caller

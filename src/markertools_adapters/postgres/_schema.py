@@ -18,6 +18,8 @@
 #   Rule 4: step 1 also installs the task-status NOTIFY trigger (PgChangeWaiter): every
 #           status change of a task, by markertools or by any other writer, notifies
 #           channel `markertools_task_status` with {"schema", "id", "status"} on commit.
+#           Step 10 adds the same for approval requests (made, or their status changed),
+#           with the request's task as "id" and "approval:<status>" as "status".
 #   Rule 5: running a step and recording it is the shared
 #           markertools_adapters._sql.apply_migration (as on SQLite).
 from __future__ import annotations
@@ -54,6 +56,10 @@ MARKERTOOLS_TABLES: Final[tuple[str, ...]] = (
     "task_leases",
     "task_affinity",
     "task_checkpoints",
+    "charged_turns",
+    "task_waits",
+    "approvals",
+    "approval_rules",
     "world_clock",
     "role_grants",
     "user_roles",
@@ -404,6 +410,68 @@ _STEP9: Final[tuple[str, ...]] = (
     "CREATE INDEX task_waits_target ON task_waits (target_id)",
 )
 
+# ---- step 10: approvals (APR-1..5) and a task's engine (ENG-1) ------------------------
+
+_STEP10: Final[tuple[str, ...]] = (
+    # ENG-1: the engine a task runs on (NULL: the host's --engine)
+    f"ALTER TABLE tasks ADD COLUMN engine {T}",
+    # APR-1: a task's requests for approval; `command` and `paths` are JSON arrays of
+    # strings (as text, as on SQLite); answered_by/answer_reason/answered_at record who
+    # answered (APR-3)
+    f"""CREATE TABLE approvals (
+        id {T} PRIMARY KEY,
+        task_id {T} NOT NULL,
+        project_id {T} NOT NULL,
+        kind {T} NOT NULL,
+        command {T},
+        cwd {T},
+        paths {T} NOT NULL,
+        diff_summary {T},
+        reason {T},
+        asked_at {F} NOT NULL,
+        expires_at {F} NOT NULL,
+        status {T} NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+        answered_by {T},
+        answer_reason {T},
+        answered_at {F},
+        attempt BIGINT NOT NULL
+    )""",
+    "CREATE INDEX approvals_task ON approvals (task_id, status)",
+    "CREATE INDEX approvals_project ON approvals (project_id, status)",
+    # APR-2: a project's rules, tried in (position, id) order; `prefix` a JSON array
+    f"""CREATE TABLE approval_rules (
+        id {T} PRIMARY KEY,
+        project_id {T} NOT NULL,
+        position BIGINT NOT NULL,
+        action {T} NOT NULL CHECK (action IN ('allow', 'deny')),
+        kind {T},
+        prefix {T},
+        path_glob {T},
+        created_at {F} NOT NULL,
+        created_by {T}
+    )""",
+    "CREATE UNIQUE INDEX approval_rules_position ON approval_rules (project_id, position)",
+    # APR-1/4 (Rule 4): a request made or answered notifies the task-status channel with
+    # its task's id, so a poll or wait of that task and a broker waiting for the answer
+    # wake at once (PgChangeWaiter)
+    f"""CREATE FUNCTION markertools_approval_notify() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE payload text;
+    BEGIN
+        payload := json_build_object(
+            'schema', TG_TABLE_SCHEMA, 'id', NEW.task_id,
+            'status', 'approval:' || NEW.status, 'approval', NEW.id)::text;
+        IF octet_length(payload) > 7900 THEN
+            payload := json_build_object('schema', TG_TABLE_SCHEMA, 'id', NULL)::text;
+        END IF;
+        PERFORM pg_notify('{NOTIFY_CHANNEL}', payload);
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER approvals_notify
+    AFTER INSERT OR UPDATE OF status ON approvals
+    FOR EACH ROW EXECUTE FUNCTION markertools_approval_notify()""",
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1,),
     (_STEP2, _fill_next_run_at),
@@ -414,6 +482,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP7,),
     (_STEP8,),
     (_STEP9,),
+    (_STEP10,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

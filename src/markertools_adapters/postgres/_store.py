@@ -30,6 +30,7 @@ import threading
 
 from markertools_adapters._carries import CarriesPorts
 from markertools_adapters._sql import (
+    ApprovalMixin,
     AutomationMixin,
     FenceMixin,
     FinishMixin,
@@ -75,6 +76,7 @@ class PostgresStore(
     FinishMixin,
     JournalMixin,
     PermissionMixin,
+    ApprovalMixin,
     WorldMixin,
     CarriesPorts,
 ):

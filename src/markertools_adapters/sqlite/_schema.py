@@ -376,6 +376,48 @@ _STEP9: Final[tuple[str, ...]] = (
     "CREATE INDEX task_waits_target ON task_waits (target_id)",
 )
 
+# ---- step 10: approvals (APR-1..5) and a task's engine (ENG-1) ------------------------
+
+_STEP10: Final[tuple[str, ...]] = (
+    # ENG-1: the engine a task runs on (NULL: the host's --engine)
+    "ALTER TABLE tasks ADD COLUMN engine TEXT",
+    # APR-1: a task's requests for approval; `command` and `paths` are JSON arrays of
+    # strings; answered_by/answer_reason/answered_at record who answered (APR-3)
+    f"""CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        command TEXT,
+        cwd TEXT,
+        paths TEXT NOT NULL,
+        diff_summary TEXT,
+        reason TEXT,
+        {_real("asked_at", null=False)},
+        {_real("expires_at", null=False)},
+        status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+        answered_by TEXT,
+        answer_reason TEXT,
+        {_real("answered_at", null=True)},
+        attempt INTEGER NOT NULL
+    ) STRICT""",
+    "CREATE INDEX approvals_task ON approvals (task_id, status)",
+    "CREATE INDEX approvals_project ON approvals (project_id, status)",
+    # APR-2: a project's rules, tried in (position, id) order; `prefix` a JSON array
+    f"""CREATE TABLE approval_rules (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        action TEXT NOT NULL CHECK (action IN ('allow', 'deny')),
+        kind TEXT,
+        prefix TEXT,
+        path_glob TEXT,
+        {_real("created_at", null=False)},
+        created_by TEXT
+    ) STRICT""",
+    "CREATE UNIQUE INDEX approval_rules_position ON approval_rules (project_id, position)",
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1, _permission_tables),
     (_STEP2, _fill_next_run_at),
@@ -386,6 +428,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP7,),
     (_STEP8,),
     (_STEP9,),
+    (_STEP10,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

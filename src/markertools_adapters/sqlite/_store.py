@@ -25,6 +25,7 @@ from pathlib import Path
 
 from markertools_adapters._carries import CarriesPorts
 from markertools_adapters._sql import (
+    ApprovalMixin,
     AutomationMixin,
     FenceMixin,
     FinishMixin,
@@ -54,6 +55,7 @@ class SqliteStore(
     FenceMixin,
     FinishMixin,
     JournalMixin,
+    ApprovalMixin,
     WorldMixin,
     CarriesPorts,
 ):

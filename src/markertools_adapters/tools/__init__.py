@@ -1,4 +1,4 @@
-"""markertools_adapters.tools: the fourteen marker tools as an MCP server (`markertools
+"""markertools_adapters.tools: the fifteen marker tools as an MCP server (`markertools
 tools serve`, docs/tools.md, TOL-1..11): `ToolsMcp` on the official MCP SDK, bound to a
 task by its task token (`env_token` for stdio, `bearer_token` for Streamable HTTP);
 `HttpGate` / `serve_http` for one shared server on a loopback address."""

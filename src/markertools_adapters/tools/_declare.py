@@ -1,4 +1,4 @@
-# Owns: the declaration of the fourteen marker tools of `tools serve` (TOL-1): each
+# Owns: the declaration of the fifteen marker tools of `tools serve` (TOL-1): each
 # tool's name (the canonical kind with `_` for `-`, `markertools.TOOL_NAMES`), its input
 # schema (the kind's body schema from the one kind table, `markertools.body_schema`, the
 # same JSON Schema `markertools schema` prints) and its description (the kind's section
@@ -26,6 +26,7 @@ CHANGING: Final[frozenset[str]] = frozenset(
         "automation_create",
         "task_cancel",
         "task_retry",
+        "approval_answer",
         "goal_convert",
     }
 )

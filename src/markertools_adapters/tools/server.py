@@ -1,4 +1,4 @@
-# Owns: `ToolsMcp`, the fourteen marker tools as an MCP server (TOL-1..8, TOL-11, FLT-3,
+# Owns: `ToolsMcp`, the fifteen marker tools as an MCP server (TOL-1..8, TOL-11, FLT-3,
 # docs/tools.md) on the official MCP Python SDK (`mcp.server.mcpserver.MCPServer`): one
 # declaration per tool (`_declare`: name, the kind's body schema, the guide's
 # description; declared through `_mcp_tools.declare_tool`), each call delivered by

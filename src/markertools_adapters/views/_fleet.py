@@ -27,6 +27,10 @@
 #           is grouped by it instead.
 #   Rule 5: the page's time (`as_of`) is the latest of the world's clock and the times
 #           its records carry, never the world file's clock alone.
+#   Rule 6 (APR-4): a task's approval requests (given beside the world: a store keeps
+#           them outside it) are listed in its detail, newest first, at most
+#           APPROVALS_SHOWN; `pending` counts those still waiting for an answer while the
+#           task runs, and the summary counts them for the whole view.
 from __future__ import annotations
 
 import math
@@ -36,7 +40,16 @@ from typing import Any, Final
 
 import attrs
 
-from markertools import TASK_STATUSES, Attempt, AuditRecord, CostRow, Quota, Task
+from markertools import (
+    TASK_STATUSES,
+    ApprovalRequest,
+    Attempt,
+    AuditRecord,
+    CostRow,
+    Quota,
+    Task,
+    describe_request,
+)
 from markertools_adapters.views._text import cut, first_line, usd, utc
 from markertools_adapters.world import World
 
@@ -50,6 +63,7 @@ LINEAGE_MAX_STEPS: Final[int] = 32  # LIN-1 walks at most this many parent steps
 MAX_GENERATION: Final[int] = 3  # LIN-2: a task of this generation may not spawn
 MAX_DIRECT_CHILDREN: Final[int] = 20  # LIN-3
 TURN_GAP_SECONDS: Final[float] = 600.0  # the default bound of one delivery (TRN-11)
+APPROVALS_SHOWN: Final[int] = 50  # Rule 6: a task's approval requests in its detail
 # TRN-1: the order in which the kinds of one turn run (each audit record is one ran block)
 EXECUTION_ORDER: Final[tuple[str, ...]] = (
     "task-create",
@@ -58,6 +72,7 @@ EXECUTION_ORDER: Final[tuple[str, ...]] = (
     "automation-create",
     "task-cancel",
     "task-retry",
+    "approval-answer",
     "task-list",
     "todo-list",
     "task-cost",
@@ -133,6 +148,19 @@ class Spend:
 
 
 @attrs.frozen
+class ApprovalRow:
+    """One approval request of a task (APR-4): what it asks for and how it was answered."""
+
+    id: str
+    kind: str
+    what: str  # the command and its directory, or the paths (describe_request)
+    status: str
+    answered_by: str
+    asked_at: float
+    reason: str  # the agent's reason, then the answer's
+
+
+@attrs.frozen
 class TaskNode:
     """One task as a row of the lineage tree, with what its detail pane shows."""
 
@@ -161,6 +189,8 @@ class TaskNode:
     attempts: tuple[AttemptRow, ...] = ()
     spend: Spend = Spend()
     extras: tuple[tuple[str, str], ...] = ()
+    approvals: tuple[ApprovalRow, ...] = ()  # Rule 6
+    pending: int = 0  # requests waiting for an answer while the task runs
 
 
 @attrs.frozen
@@ -196,6 +226,7 @@ class FleetSummary:
     other_senders: int  # audit records of senders that are not tasks of the view
     priced: int = 0  # cost rows with a price, of every task in the view
     unpriced: int = 0  # cost rows without one (tokens never shown as $0, WRK-8)
+    approvals_pending: int = 0  # Rule 6: requests waiting for an answer (APR-4)
 
 
 @attrs.frozen
@@ -272,6 +303,13 @@ def _row(node: TaskNode, status_at: Mapping[str, int], creator_at: Mapping[str, 
         detail["co"] = [usd(s.usd) if s.priced else "", s.tokens, s.rows, s.unpriced, s.estimated]
     if node.extras:
         detail["ex"] = [list(pair) for pair in node.extras]
+    if node.pending:
+        row["ap"] = node.pending
+    if node.approvals:
+        detail["ap"] = [
+            [a.id, a.kind, a.what, a.status, a.answered_by, utc(a.asked_at), a.reason]
+            for a in node.approvals
+        ]
     if detail:
         row["x"] = detail
     return row
@@ -286,10 +324,12 @@ def fleet_model(
     *,
     extras: Mapping[str, Mapping[str, object]] | None = None,
     title: str = "markertools fleet",
+    approvals: Iterable[ApprovalRequest] = (),
 ) -> FleetModel:
     """The page model of `world`'s tasks (of `project` only, when given). `extras` adds
     fields per task id (e.g. a host lease a store keeps beside the task); fields a newer
-    Task carries (`EXTRA_TASK_FIELDS`) are picked up by themselves."""
+    Task carries (`EXTRA_TASK_FIELDS`) are picked up by themselves. `approvals`: the
+    approval requests of the store (`list_approvals`), shown with their tasks (Rule 6)."""
     every = {t.id: t for t in world.tasks}
     tasks = [t for t in world.tasks if project is None or t.project_id == project]
     generations = _generations(every)
@@ -300,6 +340,7 @@ def fleet_model(
     turns = _turns(world.audit, in_view)
     attempts = _attempts(world.attempts, in_view)
     spends = _spends(world.costs, in_view)
+    asked = _approvals(approvals, in_view)
     extra_rows = extras or {}
     subtree = _subtree_sizes(order)
     nodes: list[TaskNode] = []
@@ -336,6 +377,8 @@ def fleet_model(
                 attempts=attempts.get(tid, ()),
                 spend=spends.get(tid, Spend()),
                 extras=_extras(task, extra_rows.get(tid, {})),
+                approvals=asked.get(tid, ((), 0))[0],
+                pending=asked.get(tid, ((), 0))[1] if task.status == "running" else 0,
             )
         )
     statuses = tuple(
@@ -541,6 +584,37 @@ def _attempts(rows: Sequence[Attempt], in_view: set[str]) -> dict[str, tuple[Att
     }
 
 
+def _approvals(
+    requests: Iterable[ApprovalRequest], in_view: set[str]
+) -> dict[str, tuple[tuple[ApprovalRow, ...], int]]:
+    """Rule 6: per task of the view, its requests newest first (at most APPROVALS_SHOWN)
+    and how many are pending."""
+    mine: dict[str, list[ApprovalRequest]] = defaultdict(list)
+    for r in requests:
+        if r.task_id in in_view:
+            mine[r.task_id].append(r)
+    found: dict[str, tuple[tuple[ApprovalRow, ...], int]] = {}
+    for tid, rows in mine.items():
+        rows.sort(key=lambda r: (r.asked_at, r.id), reverse=True)
+        shown = tuple(
+            ApprovalRow(
+                id=cut(r.id, ID_CHARS),
+                kind=cut(r.kind, ID_CHARS),
+                what=cut(describe_request(r), EXTRA_CHARS),
+                status=cut(r.status, ID_CHARS),
+                answered_by=cut(r.answered_by, ID_CHARS),
+                asked_at=r.asked_at,
+                reason=cut(
+                    " / ".join(x for x in (r.reason, r.answer_reason) if x and x.strip()),
+                    REASON_CHARS,
+                ),
+            )
+            for r in rows[:APPROVALS_SHOWN]
+        )
+        found[tid] = (shown, sum(1 for r in rows if r.status == "pending"))
+    return found
+
+
 def _dollars(amount: object) -> float | None:
     """An exact amount (CST-2: Decimal micro-dollars) as the float a page shows."""
     return None if amount is None else float(amount)  # type: ignore[arg-type]
@@ -634,6 +708,7 @@ def _summary(
         other_senders=other,
         priced=sum(c.priced for c in per_creator),
         unpriced=sum(c.unpriced for c in per_creator),
+        approvals_pending=sum(n.pending for n in nodes),
     )
 
 

@@ -86,12 +86,12 @@ def test_an_older_database_is_migrated_forward(tmp_path: Path) -> None:
     )
     conn.execute(AUTOMATIONS.insert_sql, AUTOMATIONS.encode(automation))
     # only the columns a version-1 database has (step 5 added repo_url and
-    # retried_after_attempt, step 7 turn and thread_id)
+    # retried_after_attempt, step 7 turn and thread_id, step 9 epoch, step 10 engine)
     row = dict(zip(TASKS.names, TASKS.encode(Task(id="t", project_id="p")), strict=True))
     v1 = [
         n
         for n in TASKS.names
-        if n not in ("repo_url", "retried_after_attempt", "turn", "thread_id", "epoch")
+        if n not in ("repo_url", "retried_after_attempt", "turn", "thread_id", "epoch", "engine")
     ]
     conn.execute(
         f"INSERT INTO tasks ({', '.join(v1)}) VALUES ({', '.join('?' * len(v1))})",

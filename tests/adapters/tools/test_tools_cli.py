@@ -102,7 +102,7 @@ def test_stdio_server_acts_for_its_token_until_revoked(db: Path, tmp_path: Path,
 
     async def scenario() -> None:
         async with stdio(db, tok, errlog, mode) as c:
-            assert len((await c.list_tools()).tools) == 14
+            assert len((await c.list_tools()).tools) == 15
             seen.append(await c.call_tool("task_create", {"prompt": "from stdio"}))
             seen.append(await c.call_tool("task_list", {}))
             revoked = await asyncio.to_thread(

@@ -2,7 +2,7 @@
 `markertools tools serve` registered in its config.toml as docs/tools.md shows
 (`[mcp_servers.markertools]`: the command, `env_vars = ["MARKERTOOLS_TASK_TOKEN"]`,
 `default_tools_approval_mode = "approve"`), driven through Codex's own app-server. Codex
-offers the fourteen tools to the model as the namespace `mcp__markertools`; in one turn
+offers the fifteen tools to the model as the namespace `mcp__markertools`; in one turn
 the model calls task_create and then task_poll on the task it created, and the model's
 next request carries the new task's snapshot as the function_call_output - before the
 turn ends, with no approval request reaching the client."""

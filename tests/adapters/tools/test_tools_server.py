@@ -1,5 +1,5 @@
 """`tools serve` driven in-process by the SDK's own MCP client, in both protocol eras,
-over a real SQLite store: the fourteen tools and their schemas (TOL-1), every tool
+over a real SQLite store: the fifteen tools and their schemas (TOL-1), every tool
 delivered for the bound task (TOL-2), the token checked at every call (TOL-3), the caps
 shared across calls (TOL-4), exactly once (TOL-5), goal tasks refused (TOL-7), and
 hostile arguments: each the one documented tool error, the server alive, nothing
@@ -45,7 +45,7 @@ def run(coro: Any) -> Any:
 
 @pytest.mark.rule("TOL-1")
 @pytest.mark.parametrize("mode", ERAS)
-def test_fourteen_tools_named_by_kind_with_the_kind_schema_and_guide_text(
+def test_fifteen_tools_named_by_kind_with_the_kind_schema_and_guide_text(
     store: Any, mode: str
 ) -> None:
     tools = tools_server(store, TokenHolder(mint(store, "t1")))
@@ -55,7 +55,7 @@ def test_fourteen_tools_named_by_kind_with_the_kind_schema_and_guide_text(
             return (await c.list_tools()).tools
 
     listed = {t.name: t for t in run(scenario())}
-    assert sorted(listed) == sorted(TOOL_NAMES) and len(listed) == 14
+    assert sorted(listed) == sorted(TOOL_NAMES) and len(listed) == 15
     assert "read_thread" not in listed and "task_read" not in listed  # aliases are no tools
     for name, tool in listed.items():
         schema = dict(body_schema(name.replace("_", "-")))
@@ -407,7 +407,7 @@ def test_a_wrong_type_in_any_field_of_any_tool_is_skipped_naming_the_field(
     import sqlite3
 
     cases = _field_cases()
-    assert len({tool for tool, _, _ in cases}) == 13  # every tool but quota_status has fields
+    assert len({tool for tool, _, _ in cases}) == 14  # every tool but quota_status has fields
     tools = tools_server(store, TokenHolder(mint(store, "t1")))
 
     def next_turn() -> None:  # what a worker's claim does: the caps start again

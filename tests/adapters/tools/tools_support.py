@@ -42,6 +42,7 @@ VALID: dict[str, dict[str, Any]] = {  # the required fields of each tool, valid
     "task_poll": {"task_id": "t3"},
     "wait_threads": {"task_ids": ["t3"]},
     "goal_convert": {"goal": "g"},
+    "approval_answer": {"approval_id": "apr-x", "decision": "deny"},
 }
 
 

@@ -24,7 +24,8 @@ NON_STORAGE = {
     "journal",
     "calls",
     "fencing",
-}  # optional: journal (TRN-9), calls (TOL-4), fencing (FLT-1)
+    "approvals",
+}  # optional: journal (TRN-9), calls (TOL-4), fencing (FLT-1), approvals (APR-1..5)
 
 
 def test_storage_ports_is_exactly_the_storage_fields_of_ports() -> None:
@@ -110,3 +111,30 @@ def test_store_ports_wires_the_stores_call_ledger() -> None:
         executor=NoopExecutor(),
     )
     assert bare.calls is None  # deliver_call then refuses, deliver_turn keeps its caps
+
+
+@pytest.mark.rule("APR-3")
+def test_store_ports_wires_the_stores_approvals() -> None:
+    from markertools_adapters.clock import SeededRandom, VirtualClock
+    from markertools_adapters.memory import MemoryStore
+    from markertools_adapters.wiring import store_ports
+
+    store = MemoryStore()
+    wired = store_ports(
+        store, clock=VirtualClock(0.0), random=SeededRandom(1), executor=NoopExecutor()
+    )
+    assert wired.approvals is store  # every bundled store keeps approval requests
+
+    class NoApprovals:
+        def __getattr__(self, name: str) -> object:
+            if name == "answer_approval":
+                raise AttributeError(name)
+            return getattr(store, name)
+
+    bare = store_ports(
+        NoApprovals(),  # type: ignore[arg-type]
+        clock=VirtualClock(0.0),
+        random=SeededRandom(1),
+        executor=NoopExecutor(),
+    )
+    assert bare.approvals is None  # approval-answer is then refused, saying why

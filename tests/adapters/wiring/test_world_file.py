@@ -204,6 +204,14 @@ def test_now_is_required():
             {"tasks": [{"id": "a", "project_id": "p", "effort": "huge"}]},
             "tasks[0].effort: expected one of null, low",
         ),
+        (  # the storage half of ENG-1: a task's engine is one of the two engines
+            {"tasks": [{"id": "a", "project_id": "p", "engine": "gpt"}]},
+            'tasks[0].engine: expected one of null, codex, claude-code, got "gpt"',
+        ),
+        (
+            {"tasks": [{"id": "a", "project_id": "p", "engine": 1}]},
+            "tasks[0].engine: expected a string, got the number 1",
+        ),
         ({"tasks": [{"id": "", "project_id": "p"}]}, "tasks[0].id: must not be empty"),
         (
             {"tasks": [{"id": "a", "project_id": "p"}, {"id": "a", "project_id": "p"}]},

@@ -85,6 +85,7 @@ tasks = st.builds(
     interrupted_reason=OPT_TEXT,
     # below 2**62: a requeue adds one, and SQLite integers stop at 2**63 - 1
     auto_resume_count=st.integers(0, 5) | st.integers(0, 2**62),
+    engine=st.none() | st.sampled_from(["codex", "claude-code", "gpt"]),
 )
 
 todos = st.builds(
@@ -227,6 +228,8 @@ def _valid_record(record: Any) -> Any:
             changes["effort"] = None
         if record.executor not in EXECUTORS:
             changes["executor"] = "local"
+        if record.engine not in (None, "codex", "claude-code"):
+            changes["engine"] = None
     if isinstance(record, Automation) and record.interval_seconds < 1:
         changes["interval_seconds"] = 60
     return attrs.evolve(record, **changes) if changes else record

@@ -1,5 +1,5 @@
 """markertools.deliver.handlers — one module per kind family (tasks, read, todos,
-automations, files, goal), each exporting `HANDLERS`: one `Handler(ParamsClass,
+automations, files, goal, approvals), each exporting `HANDLERS`: one `Handler(ParamsClass,
 function)` per kind, keyed by the params class the kind table names for it;
 `registry` merges them and finds the handler of a command by its params' class.
 

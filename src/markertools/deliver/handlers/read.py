@@ -15,6 +15,10 @@
 #           status many times, or a waiter that returns at once) never end a poll or a
 #           wait before its timeout (WAI-4).
 #   Rule 3: every text another task wrote reaches the report only inside data framing.
+#   Rule 4 (APR-4): a round that sees a running target also reads the pending approval
+#           requests of the running targets (one more read, of the approvals port); the
+#           snapshots list them, and a poll or wait ends early once a target has one the
+#           sender may answer (it is in the sender's lineage below it, same creator).
 from __future__ import annotations
 
 import math
@@ -35,8 +39,9 @@ from markertools.deliver.gates import cost_gate, permission_gate, quota_user, re
 from markertools.deliver.render import shown
 from markertools.deliver.report import ReportEntry
 from markertools.deliver.snapshot import SnapshotState, join_sections, snapshot
+from markertools.domain.approvals import ApprovalRequest
 from markertools.domain.decision import Denied, PermissionAnswer
-from markertools.domain.model import CostRow, Task, is_terminal
+from markertools.domain.model import CostRow, Task, is_terminal, same_creator
 from markertools.domain.money import usd_text
 from markertools.inject.framing import frame_data
 from markertools.parse.params import (
@@ -60,6 +65,41 @@ class _Watch:
     last: dict[str, Task]
     vanished: set[str] = attrs.Factory(set)
     waited: float = 0.0
+    # APR-4: each target's pending approval requests as last read, whether the sender may
+    # answer a target's requests (read once per target), and whether the watch ended
+    # early because one it may answer is pending
+    approvals: dict[str, tuple[ApprovalRequest, ...]] = attrs.Factory(dict)
+    answerable: dict[str, bool] = attrs.Factory(dict)
+    for_approval: bool = False
+
+
+def may_answer(ctx: TurnContext, state: _Watch, target: Task) -> bool:
+    """APR-3/4: the sender may answer `target`'s requests (LIN-4 below it, DOM-3)."""
+    known = state.answerable.get(target.id)
+    if known is None:
+        known = same_creator(ctx.sender, target) and ctx.target_in_lineage(target)
+        state.answerable[target.id] = known
+    return known
+
+
+def read_approvals(ctx: TurnContext, state: _Watch, ids: Sequence[str]) -> bool:
+    """Rule 4: refresh the pending requests of the running targets among `ids` (one read,
+    none when no target runs or the ports have no approvals store); True when one of
+    them is a request the sender may answer."""
+    store = ctx.ports.approvals
+    running = [i for i in ids if i in state.last and state.last[i].status == "running"]
+    found: Mapping[str, tuple[ApprovalRequest, ...]] = {}
+    if store is not None and running:
+        found = store.pending_approvals(running)
+    answerable = False
+    for task_id in ids:
+        requests = tuple(found.get(task_id, ())) if task_id in running else ()
+        if requests:
+            state.approvals[task_id] = requests
+            answerable = may_answer(ctx, state, state.last[task_id]) or answerable
+        else:
+            state.approvals.pop(task_id, None)
+    return answerable
 
 
 def read_round(ctx: TurnContext, ids: Sequence[str]) -> Mapping[str, Task]:
@@ -87,6 +127,9 @@ def watch(
     terminal, `timeout` seconds after `start` passed, or the sender is cancelled."""
     state = _Watch(dict(first))
     pending = [i for i, t in first.items() if not is_terminal(t.status)]
+    if read_approvals(ctx, state, pending):  # Rule 4: the sender can answer at once
+        state.for_approval = True
+        pending = []
     rounds = 0
     budget = round_bound(interval, timeout, len(first))
     limit = hard_round_bound(interval, timeout, len(first))
@@ -117,6 +160,9 @@ def watch(
         pending = [
             i for i in pending if i not in state.vanished and not is_terminal(state.last[i].status)
         ]
+        if read_approvals(ctx, state, pending):  # Rule 4
+            state.for_approval = True
+            break
     state.waited = max(0.0, ctx.now() - start)
     return state
 
@@ -128,6 +174,9 @@ def final_state(ctx: TurnContext, task: Task, watched: _Watch, timeout: float) -
         return "finished"
     if ctx.cancelled:
         return "sender_cancelled"
+    if watched.for_approval:  # Rule 4
+        mine = watched.approvals.get(task.id) and watched.answerable.get(task.id)
+        return "approval" if mine else "ended_early"
     if ctx.stopped and timeout > 0 and watched.waited < timeout:
         # TRN-11: cut short by the delivery's deadline or its cancellation; the agent
         # can poll again next turn. A same-turn call's deadline is its own limit (TOL-6):
@@ -166,6 +215,9 @@ def handle_poll(cmd: Command, p: TaskPollParams, ctx: TurnContext) -> ReportEntr
         random=ctx.ports.random,
         locale=ctx.locale,
         deadline=ctx.deadline_seconds,
+        approvals=watched.approvals.get(resolved, ()),
+        may_answer=watched.answerable.get(resolved, False),
+        now=ctx.now(),
     )
     return ctx.done(cmd, shown(resolved), snap)
 
@@ -226,6 +278,9 @@ def handle_wait(cmd: Command, p: WaitThreadsParams, ctx: TurnContext) -> ReportE
                 random=ctx.ports.random,
                 locale=ctx.locale,
                 deadline=ctx.deadline_seconds,
+                approvals=watched.approvals.get(task_id, ()),
+                may_answer=watched.answerable.get(task_id, False),
+                now=ctx.now(),
             )
         )
     if dropped:

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from markertools.deliver.context import Handler, HandlerTable
 from markertools.deliver.handlers import (
+    approvals,
     automations,
     files,
     goal,
@@ -44,7 +45,7 @@ def merge(tables: Iterable[HandlerTable]) -> HandlerTable:
 
 
 HANDLERS: Final[HandlerTable] = merge(
-    module.HANDLERS for module in (tasks, read, goal, todos, automations, files)
+    module.HANDLERS for module in (tasks, read, goal, todos, automations, files, approvals)
 )
 
 

@@ -94,6 +94,7 @@
     div.appendChild(el("span", "meta", meta));
     if (t.g >= D.limits.generation) div.appendChild(el("span", "cap", "generation limit"));
     if (t.k >= D.limits.children) div.appendChild(el("span", "cap", "children cap"));
+    if (t.ap) div.appendChild(el("span", "cap approval", t.ap === 1 ? "awaiting approval" : t.ap + " awaiting approval"));
     return div;
   }
 
@@ -166,6 +167,10 @@
       out.push(el("p", null, parts.join(" \u00b7 ")));
     } else {
       out.push(el("p", "muted", "no cost recorded"));
+    }
+    if (x.ap) {
+      out.push(el("h3", null, "approval requests"));
+      out.push(table(["id", "kind", "asks for", "status", "answered by", "asked", "reason"], x.ap));
     }
     var quota = document.querySelector('[data-quota-for="' + t.c + '"]');
     if (quota) out.push(el("p", null, "creator's quota: " + quota.textContent));
