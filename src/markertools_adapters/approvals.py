@@ -133,7 +133,8 @@ def decision_reason(request: ApprovalRequest, rule: ApprovalRule | None = None) 
     )
     if request.status == "expired":
         if request.answered_by == ANSWERED_BY_EXPIRY:
-            seconds = round(request.expires_at - request.asked_at)
+            span = request.expires_at - request.asked_at
+            seconds = round(span) if span >= 1 else round(span, 3)
             return msg("approvals.told_expired", id=request.id, seconds=seconds)
         return msg("approvals.told_ended", id=request.id, reason=request.answer_reason or "-")
     if rule is not None:

@@ -21,7 +21,7 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.mark.rule("WRK-1", "WRK-4", "WRK-10")
+@pytest.mark.rule("WRK-1", "WRK-4", "WRK-10", "APR-3", "APR-4")
 def test_demo_live_in_a_terminal_tells_the_root_children_story(tmp_path: Path) -> None:
     binary = codex_bin()
     keep = tmp_path / "kept"
@@ -31,8 +31,13 @@ def test_demo_live_in_a_terminal_tells_the_root_children_story(tmp_path: Path) -
     term.wait_for("Queued t-lead: [agent:lead] Add a /health endpoint and document it.")
     term.wait_for("markertools worker demo-host:")  # the live view's table
     term.wait_for("t-lead (lead): turn 1 delivered, 2 block(s)")
-    term.wait_for("(api): finished, completed")
+    # APR-1..4: api asks to leave its sandbox; the lead's wait ends early showing the
+    # request, the lead approves it with an approval-answer block, the command runs
+    term.wait_for("(api): asks for approval apr-")
     term.wait_for("t-lead (lead): turn 2 delivered, 1 block(s)")  # the wait-threads turn
+    term.wait_for("approved by task:t-lead")
+    term.wait_for("(api): finished, completed")
+    term.wait_for("t-lead (lead): turn 3 delivered, 2 block(s)")  # approval-answer + wait
     term.wait_for("t-lead (lead): finished, completed")
     assert term.exit_code() == 0
     screen = term.screen()
@@ -41,6 +46,7 @@ def test_demo_live_in_a_terminal_tells_the_root_children_story(tmp_path: Path) -
     assert "markertools worker status:\n  tasks: completed 3" in screen
     assert "What changed:" in screen and "tasks created:" in screen
     assert "task-create -> t-" in screen and "wait-threads -> t-" in screen
+    assert "approval-answer -> apr-" in screen
     assert "Traceback" not in screen
     # --keep: the database is there, with the lead and its two children completed
     with sqlite3.connect(keep / "demo.db") as db:

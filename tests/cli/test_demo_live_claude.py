@@ -39,8 +39,13 @@ def test_demo_live_on_claude_code_tells_the_same_story(tmp_path: Path) -> None:
     term.wait_for(f"the real Claude Code CLI ({binary}) runs offline against the bundled")
     term.wait_for("t-lead (lead): turn 1 started on claude")
     term.wait_for("t-lead (lead): turn 1 delivered, 2 block(s)")
-    term.wait_for("(api): finished, completed")
+    # APR-1..4: api asks to leave its sandbox; the lead's wait ends early showing the
+    # request, the lead approves it with an approval-answer block, the command runs
+    term.wait_for("(api): asks for approval apr-")
     term.wait_for("t-lead (lead): turn 2 delivered, 1 block(s)")  # the wait-threads turn
+    term.wait_for("approved by task:t-lead")
+    term.wait_for("(api): finished, completed")
+    term.wait_for("t-lead (lead): turn 3 delivered, 2 block(s)")  # approval-answer + wait
     term.wait_for("t-lead (lead): finished, completed")
     assert term.exit_code() == 0
     screen = term.screen()

@@ -56,7 +56,9 @@ def test_a_claim_with_a_lease_writes_it_and_its_host_renews_it(make_store: MakeS
     store.record_process_group("a", "h1", 4242, machine_id="m-1", now=NOW + 22)
     store.record_process_group("a", "h2", 1, machine_id="m-2", now=NOW + 22)  # ignored
     lease = store.get_lease("a")
-    assert (lease.pgid, lease.machine_id) == (4242, "m-1")
+    assert (lease.pgid, lease.machine_id, lease.engine) == (4242, "m-1", None)
+    store.record_process_group("a", "h1", 4243, machine_id="m-1", now=NOW + 23, engine="codex")
+    assert (store.get_lease("a").pgid, store.get_lease("a").engine) == (4243, "codex")
     assert store.expired_leases(NOW + 49) == ()
     assert [x.task_id for x in store.expired_leases(NOW + 50)] == ["a"]
     assert store.expired_leases(NOW + 50, "p2") == ()
@@ -189,12 +191,17 @@ def test_the_fleet_snapshot_is_the_worker_status_json(make_store: MakeStore) -> 
     store.claim_task("p1", "h1", now=NOW + 1, lease_seconds=LEASE)  # b
     store.claim_task("p1", "h1", now=NOW + 2, lease_seconds=LEASE)  # c
     store.renew_leases("h1", ["c"], lease_seconds=LEASE, now=NOW + 10)
+    # ENG-1: a host records its engine with the process group of its task
+    store.record_process_group(
+        "b", "h1", 4242, machine_id="m-1", now=NOW + 2, engine="claude-code"
+    )
     doc = worker_status_json(store.fleet_snapshot("p1", NOW + 30.5))  # a's lease has expired
     assert doc == {
         "tasks": {"completed": 1, "running": 3},
         "hosts": [
             {
                 "host": "h1",
+                "engine": "claude-code",
                 "lease_expires_at": NOW + 40,
                 "running": [
                     {"task_id": "b", "turn": 1, "started_at": NOW + 1},

@@ -42,13 +42,23 @@ def test_pick_claim_skips_other_hosts_affinity_and_quota_and_prefers_its_own() -
     assert pick_claim([_t("broke", 0.1, "b")], "h1", 0.0, affinity.get, exhausted) is None
 
 
+@pytest.mark.rule("ENG-1")
+def test_a_hosts_engine_is_what_its_leases_record() -> None:
+    from markertools import host_engine
+
+    assert host_engine(["codex", None, "codex"]) == "codex"
+    assert host_engine([None, None]) is None
+    assert host_engine([]) is None
+    assert host_engine(["codex", "claude-code"]) == "claude-code,codex"  # never expected
+
+
 @pytest.mark.rule("WRK-10", "WRK-8")
 def test_worker_status_json_is_the_cli_shape_in_both_locales() -> None:
     quota = Quota("ana", total_usd=Decimal("5"), used_usd=Decimal("5.25"))
     snapshot = FleetSnapshot(
         {"running": 2, "queued": 1},
         (
-            HostLeases("h2", 90.0, (RunningTask("t9", 0, 10.0),)),
+            HostLeases("h2", 90.0, (RunningTask("t9", 0, 10.0),), "claude-code"),
             HostLeases("h1", 80.0, (RunningTask("t3", 2, 5.0), RunningTask("t1", 1, 4.0))),
         ),
         (QuotaHold("t5", "ana", quota_hold_reason("ana", quota)),),
@@ -62,6 +72,7 @@ def test_worker_status_json_is_the_cli_shape_in_both_locales() -> None:
     assert doc["hosts"] == [
         {
             "host": "h1",
+            "engine": None,
             "lease_expires_at": 80.0,
             "running": [
                 {"task_id": "t1", "turn": 1, "started_at": 4.0},
@@ -70,6 +81,7 @@ def test_worker_status_json_is_the_cli_shape_in_both_locales() -> None:
         },
         {
             "host": "h2",
+            "engine": "claude-code",
             "lease_expires_at": 90.0,
             "running": [{"task_id": "t9", "turn": 0, "started_at": 10.0}],
         },

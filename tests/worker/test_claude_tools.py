@@ -75,7 +75,7 @@ def test_tools_are_answered_in_turn_and_a_request_to_leave_the_sandbox_is_declin
     offline_claude.fake.reply_for = reply_for
     with worker_store(kind, tmp_path) as store:
         add_task(store, "t-tool", "[agent:tooler] make a helper task and look at it")
-        settings = claude_settings_for(offline_claude, tmp_path, tools=True)
+        settings = claude_settings_for(offline_claude, tmp_path, tools=True, approvals="decline")
         run_host(WorkerHost(settings, store))
 
         # both calls were answered inside the first turn by the task's own tools, asking
@@ -101,6 +101,38 @@ def test_tools_are_answered_in_turn_and_a_request_to_leave_the_sandbox_is_declin
         assert task.error_text == task.interrupted_reason
         assert not outside.exists()
         assert store.revoke_task_tokens("t-tool") == 0  # revoked when it left running
+
+
+@pytest.mark.rule("APR-1", "ENG-2")
+def test_a_claude_permission_prompt_goes_to_the_broker_and_a_decline_tells_the_agent_why(
+    offline_claude, tmp_path: Path
+) -> None:
+    """With the broker (the default), Claude Code's permission prompt is a stored request;
+    unanswered at `approval_timeout` it is declined and the agent reads why in the tool
+    result, inside the same turn, which goes on; the task completes."""
+    seen: dict[str, Any] = {}
+    outside = tmp_path / "escaped"
+
+    def reply_for(body: Any) -> Any:
+        outs = tool_results(body)
+        if not outs:
+            return BashCall(f"touch {outside}", unsandboxed=True)
+        seen["told"] = outs
+        return Text("went on without it")
+
+    offline_claude.fake.default_reply = None
+    offline_claude.fake.reply_for = reply_for
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-ask", "[agent:asker] write outside")
+        settings = claude_settings_for(offline_claude, tmp_path, approval_timeout=1.0)
+        run_host(WorkerHost(settings, store))
+        task = store.get_task("t-ask")
+        (request,) = store.list_approvals("p1")
+    assert request.kind == "command" and request.status == "expired"
+    assert task.status == "completed" and task.result_text == "went on without it"
+    told = json.dumps(seen["told"])
+    assert f"declined: nobody answered approval request {request.id} within 1 s" in told
+    assert not outside.exists()
 
 
 _WAIT = (

@@ -36,7 +36,7 @@ def test_an_approval_request_is_declined_and_the_task_interrupted_naming_it(
     router.on("asker", lambda last, texts: ShellCall("rm -rf /tmp/x", escalate=True))
     with worker_store("sqlite", tmp_path) as store:
         add_task(store, "t-ask", "[agent:asker] clean up")
-        run_host(WorkerHost(settings_for(offline_codex, tmp_path), store))
+        run_host(WorkerHost(settings_for(offline_codex, tmp_path, approvals="decline"), store))
         task = store.get_task("t-ask")
         assert task.status == "interrupted"
         assert task.error_text == task.interrupted_reason

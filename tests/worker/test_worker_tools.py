@@ -57,7 +57,7 @@ def test_a_tasks_first_turn_calls_its_tools_in_turn_and_other_approvals_stay_dec
     offline_codex.fake.reply_for = reply_for
     with worker_store(kind, tmp_path) as store:
         add_task(store, "t-tool", "[agent:tooler] make a helper task and look at it")
-        host = WorkerHost(settings_for(offline_codex, tmp_path, tools=True), store)
+        host = WorkerHost(settings_for(offline_codex, tmp_path, tools=True, approvals="decline"), store)
         run_host(host)
 
         # both calls were answered inside the first turn, by the task's own tools

@@ -47,6 +47,7 @@ class Lease:
     machine_id: str | None = None
     started_at: float = 0.0  # when the task was claimed (the lease first written)
     epoch: int = 0  # FLT-1: the fencing number of the claim the lease belongs to
+    engine: str | None = None  # ENG-1: the holding host's engine (recorded with the pgid)
 
 
 @attrs.frozen
@@ -86,6 +87,7 @@ class HostLeases:
     host: str
     lease_expires_at: float
     running: tuple[RunningTask, ...] = ()
+    engine: str | None = None  # ENG-1: the host's engine, as its leases record it
 
 
 @attrs.frozen
@@ -127,6 +129,13 @@ class FleetSnapshot:
     approvals_pending: tuple[ApprovalRequest, ...] = ()
 
 
+def host_engine(engines: Iterable[str | None]) -> str | None:
+    """ENG-1: a host's engine from what its leases record (every lease of a host records
+    the host's `--engine`; None when none recorded one yet, e.g. a pre-engine host)."""
+    named = sorted({e for e in engines if e is not None})
+    return named[0] if len(named) == 1 else (",".join(named) or None)
+
+
 def quota_hold_reason(user: str, quota: Quota) -> Msg:
     """The reason a held task shows (WRK-8): whose quota, spent and total."""
     return msg(
@@ -144,6 +153,7 @@ def worker_status_json(snapshot: FleetSnapshot, locale: str = DEFAULT_LOCALE) ->
         "hosts": [
             {
                 "host": h.host,
+                "engine": h.engine,
                 "lease_expires_at": h.lease_expires_at,
                 "running": [
                     {"task_id": r.task_id, "turn": r.turn, "started_at": r.started_at}

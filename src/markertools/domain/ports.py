@@ -754,10 +754,18 @@ class LeaseStore(Fencing, Protocol):
         ...
 
     def record_process_group(
-        self, task_id: str, host: str, pgid: int, *, machine_id: str | None, now: float
+        self,
+        task_id: str,
+        host: str,
+        pgid: int,
+        *,
+        machine_id: str | None,
+        now: float,
+        engine: str | None = None,
     ) -> None:
-        """Record the app-server process group of the task on its lease (only while
-        `host` holds it; otherwise nothing changes)."""
+        """Record the agent's process group of the task on its lease (only while `host`
+        holds it; otherwise nothing changes), and the host's engine (ENG-1, additive: a
+        store without the keyword records none)."""
         ...
 
     def get_lease(self, task_id: str) -> Lease | None:

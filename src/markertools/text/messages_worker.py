@@ -63,6 +63,10 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "找不到 claude 程序：{path}（安装 Claude Code CLI：scripts/install_claude.sh 或 "
         "npm install -g @anthropic-ai/claude-code，或使用 --claude-bin）",
     },
+    "worker.approval_withdrawn": {
+        "en": "the request was withdrawn: the worker host stopped running this task before anyone answered",
+        "zh": "请求已撤回：在任何人回答之前，工作主机已停止运行此任务",
+    },
     "worker.status.tasks": {"en": "tasks: {counts}", "zh": "任务：{counts}"},
     "worker.status.no_tasks": {"en": "tasks: none", "zh": "任务：无"},
     "worker.status.host": {
@@ -78,6 +82,12 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "因额度暂停：{task_id}（{reason}）",
     },
     "worker.status.unknown": {"en": "unknown", "zh": "未知"},
+    "worker.status.approval": {
+        "en": "awaiting approval: {id} of {task_id} ({kind}: {what}), asked at {asked}; answer with"
+        " `markertools approvals approve|deny {id}`",
+        "zh": "等待批准：{task_id} 的 {id}（{kind}：{what}），提出于 {asked}；用"
+        " `markertools approvals approve|deny {id}` 回答",
+    },
     "worker.status.unleased": {
         "en": "no live lease: {task_id} (turn {turn}) is running but no host holds it - {why};"
         " a `markertools worker run` host of its project requeues it after one lease period",

@@ -32,6 +32,7 @@ from markertools import (
     RequeueResult,
     RunningTask,
     UnleasedRun,
+    host_engine,
     quota_hold_reason,
     summarize_error,
 )
@@ -57,7 +58,9 @@ LEASE_CLAIM_SQL: Final[str] = (
     " created_at, id LIMIT 1"
 )
 
-_LEASE_COLS: Final[str] = "task_id, host, expires_at, pgid, machine_id, started_at, epoch"
+_LEASE_COLS: Final[str] = (
+    "task_id, host, expires_at, pgid, machine_id, started_at, epoch, engine"
+)
 
 
 class LeaseMixin:
@@ -87,6 +90,7 @@ class LeaseMixin:
             None if row[4] is None else d.stored_text(row[4]),
             float(row[5]),
             int(row[6]),
+            None if row[7] is None else d.stored_text(row[7]),
         )
 
     def renew_leases(
@@ -123,19 +127,28 @@ class LeaseMixin:
         return tuple(held)
 
     def record_process_group(
-        self, task_id: str, host: str, pgid: int, *, machine_id: str | None, now: float
+        self,
+        task_id: str,
+        host: str,
+        pgid: int,
+        *,
+        machine_id: str | None,
+        now: float,
+        engine: str | None = None,
     ) -> None:
         d = self._tables.dialect
         with self._db.write() as conn:
             conn.execute(
                 d.sql(
-                    "UPDATE task_leases SET pgid = ?, machine_id = ? WHERE task_id = ? AND host = ?"
+                    "UPDATE task_leases SET pgid = ?, machine_id = ?, engine = ?"
+                    " WHERE task_id = ? AND host = ?"
                 ),
                 (
                     int(pgid),
                     None
                     if machine_id is None
                     else d.bind_text(text_value(machine_id, "machine_id")),
+                    None if engine is None else d.bind_text(text_value(engine, "engine")),
                     d.bind_text(text_value(task_id, "task_id")),
                     d.bind_text(text_value(host, "host")),
                 ),
@@ -343,7 +356,7 @@ class LeaseMixin:
             ).fetchall()
             live = conn.execute(
                 d.sql(
-                    "SELECT l.host, l.task_id, l.expires_at, l.started_at, t.turn"
+                    "SELECT l.host, l.task_id, l.expires_at, l.started_at, t.turn, l.engine"
                     " FROM task_leases AS l JOIN tasks AS t ON t.id = l.task_id"
                     f" WHERE t.status = 'running' AND l.expires_at > ?{where}"
                     " ORDER BY l.host, l.task_id"
@@ -386,16 +399,23 @@ class LeaseMixin:
                     ).fetchone()
                     if row is not None:
                         users[user] = quotas.decode(row)
-        by_host: dict[str, list[tuple[str, float, float, int]]] = {}
-        for host, task_id, expires, started, turn in live:
+        by_host: dict[str, list[tuple[str, float, float, int, str | None]]] = {}
+        for host, task_id, expires, started, turn, engine in live:
             by_host.setdefault(d.stored_text(host), []).append(
-                (d.stored_text(task_id), float(expires), float(started), int(turn))
+                (
+                    d.stored_text(task_id),
+                    float(expires),
+                    float(started),
+                    int(turn),
+                    None if engine is None else d.stored_text(engine),
+                )
             )
         hosts = tuple(
             HostLeases(
                 host,
                 max(r[1] for r in rows),
                 tuple(RunningTask(r[0], r[3], r[2]) for r in rows),
+                host_engine(r[4] for r in rows),
             )
             for host, rows in sorted(by_host.items())
         )

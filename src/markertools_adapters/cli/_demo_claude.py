@@ -22,7 +22,7 @@ CLAUDE_INSTALL_HINT: Final[str] = (
 
 
 def claude_model(
-    answer: Callable[[list[str], str], str],
+    answer: Callable[[list[str], str, int], Any],
 ) -> Callable[[Path, str], AbstractContextManager[dict[str, Any]]]:
     """The story's model for Claude Code: `answer(texts, last)` (the Codex demo's) says
     what each agent replies; entered with the demo's directory and the binary, it runs
@@ -32,17 +32,23 @@ def claude_model(
     @contextmanager
     def running(work: Path, binary: str) -> Iterator[dict[str, Any]]:
         from markertools_adapters.claude.fakemessages import (
+            BashCall,
             FakeMessages,
             Text,
             last_user_text,
             request_texts,
+            tool_results,
         )
         from markertools_adapters.claude.offline import claude_env, make_claude_home
 
+        def reply_for(body: Any) -> Any:
+            said = answer(request_texts(body), last_user_text(body) or "", len(tool_results(body)))
+            if isinstance(said, str):
+                return Text(said)
+            return BashCall(said.command, unsandboxed=True)  # a ShellAsk: asks to leave
+
         with FakeMessages(default_reply=None) as fake:
-            fake.reply_for = lambda body: Text(
-                answer(request_texts(body), last_user_text(body) or "")
-            )
+            fake.reply_for = reply_for
             home = make_claude_home(work / "claude-home")
             env = claude_env(home, fake.base_url)
             yield {"engine": "claude-code", "claude_bin": binary, "codex_env": env}

@@ -1,8 +1,12 @@
 # Owns: `markertools demo --live` - the root/children story on the REAL pinned Codex CLI
 # (or, with `--engine claude-code`, the REAL pinned Claude Code CLI: `_demo_claude.py`),
 # offline: the bundled fake Responses model (`FakeResponses` + a router by the agent tag
-# in a task's prompt; the fake Messages API for Claude Code) answers; a lead task creates two children (api, docs), waits for
-# them with wait-threads and completes; the real `WorkerHost` runs all three on a
+# in a task's prompt; the fake Messages API for Claude Code) answers; a lead task creates
+# two children (api, docs) and waits for them with wait-threads; the api child asks to run
+# a command outside its sandbox, the host's approval broker stores the request, the
+# lead's wait ends early showing it and the lead approves it with an approval-answer
+# block (APR-1..4), the command runs, and the lead completes once both children did; the
+# real `WorkerHost` runs all three on a
 # temporary SQLite database and task directories, in the terminal's live view; the end
 # prints `worker status` and what changed in the world.
 #
@@ -28,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -39,6 +44,9 @@ HOST: Final[str] = "demo-host"
 LEAD: Final[str] = "t-lead"
 TAG: Final[re.Pattern[str]] = re.compile(r"\[agent:([a-z0-9_-]+)\]")
 TASK_ID: Final[re.Pattern[str]] = re.compile(r"\btask (t-[0-9a-f]+)\b")
+APPROVAL_ID: Final[re.Pattern[str]] = re.compile(r"\bapr-[0-9a-f]{16}\b")
+ANSWERED: Final[re.Pattern[str]] = re.compile(r'```approval-answer\n\{"approval_id": "(apr-[0-9a-f]+)"')
+HEALTH_CHECK: Final[str] = "echo GET /health answers 200"  # what the api child asks to run
 INSTALL_HINT: Final[str] = (
     "demo --live needs the pinned Codex CLI: run `make demo-live` (it installs it with "
     "scripts/install_codex.sh), or pass --codex-bin / set MARKERTOOLS_CODEX_BIN"
@@ -61,8 +69,17 @@ def _task_ids(text: str) -> list[str]:
     return seen
 
 
-def lead_reply(last: str) -> str:
-    """The lead: split the work, then wait for the children, then finish."""
+@dataclass(frozen=True)
+class ShellAsk:
+    """A reply that runs `command` outside the sandbox: the engine asks for approval."""
+
+    command: str
+    why: str
+
+
+def lead_reply(last: str, texts: list[str] | None = None) -> str:
+    """The lead: split the work, wait for the children, answer a child's approval
+    request its wait showed (once), wait again, then finish."""
     if "[agent:lead]" in last:
         return (
             "Two parts: the endpoint and its documentation.\n\n"
@@ -75,11 +92,23 @@ def lead_reply(last: str) -> str:
                 {"name": "docs", "prompt": "[agent:docs] Document GET /health in the README."},
             )
         )
+    ids = _task_ids(last)
+    wait = _fence("wait-threads", {"task_ids": ids, "interval_seconds": 1, "timeout_seconds": 120})
     if "created task" in last:
-        ids = _task_ids(last)
-        return _fence(
-            "wait-threads", {"task_ids": ids, "interval_seconds": 1, "timeout_seconds": 120}
+        return wait
+    answered = {m for t in texts or [] for m in ANSWERED.findall(t)}  # its own blocks
+    asking = [a for a in APPROVAL_ID.findall(last) if a not in answered]
+    if asking:
+        return (
+            "The api child asks to run its health check outside the sandbox; that is safe.\n\n"
+            + _fence(
+                "approval-answer",
+                {"approval_id": asking[0], "decision": "approve", "reason": "a read-only check"},
+            )
+            + wait
         )
+    if "NOT finished" in last and ids:
+        return wait
     return FINAL_ANSWER
 
 
@@ -89,19 +118,34 @@ CHILD_ANSWERS: Final[dict[str, str]] = {
 }
 
 
-def answer(texts: list[str], last: str) -> str:
-    """What the agent whose tag opens the conversation (`texts`) says to `last`."""
+def answer(texts: list[str], last: str, tool_results: int = 0) -> str | ShellAsk:
+    """What the agent whose tag opens the conversation (`texts`) says to `last`;
+    `tool_results` counts the tool results its turn has read so far."""
     name = next((m.group(1) for t in texts for m in [TAG.search(t)] if m), "")
     if name == "lead":
-        return lead_reply(last)
+        return lead_reply(last, texts)
+    if name == "api" and tool_results == 0:
+        return ShellAsk(HEALTH_CHECK, "check that /health answers before saying it is done")
     return CHILD_ANSWERS.get(name, f"(no script for {name!r}) done")
 
 
 def route(body: Any) -> Any:
     """`FakeResponses.reply_for`: the reply of the agent whose tag opens the conversation."""
-    from markertools_adapters.codex.fakemodel import Text, last_user_text, request_texts
+    from markertools_adapters.codex.fakemodel import (
+        ShellCall,
+        Text,
+        last_user_text,
+        request_texts,
+    )
 
-    return Text(answer(request_texts(body), last_user_text(body) or ""))
+    items = body.get("input") if isinstance(body, dict) else None
+    outputs = sum(
+        1 for i in items or [] if isinstance(i, dict) and i.get("type") == "function_call_output"
+    )
+    said = answer(request_texts(body), last_user_text(body) or "", outputs)
+    if isinstance(said, ShellAsk):
+        return ShellCall(said.command, escalate=True, justification=said.why)
+    return Text(said)
 
 
 def find_codex(option: str | None) -> str | None:
@@ -169,6 +213,11 @@ class Story:
             self.say(f"{who}: finished, {d.get('status')}")
         elif event.kind in ("cancelled", "requeued", "lease_expired"):
             self.say(f"{who}: {event.kind.replace('_', ' ')}")
+        elif event.kind == "approval_requested" and d.get("status") == "pending":
+            command = " ".join(d.get("command") or []) or ", ".join(d.get("paths") or [])
+            self.say(f"{who}: asks for approval {d.get('id')} ({d.get('kind')}: {command})")
+        elif event.kind == "approval_answered":
+            self.say(f"{who}: approval {d.get('id')} {d.get('status')} by {d.get('answered_by')}")
 
 
 @contextmanager
@@ -241,8 +290,10 @@ def run_live(
                 f"{ENGINE_NAMES[engine]} ({codex_bin}) runs offline against the bundled "
                 "fake model.\n"
                 f"Queued {LEAD}: {LEAD_PROMPT}\n"
-                "Watch: the lead creates two children (api, docs), waits for them with "
-                "wait-threads, then completes - each task in its own directory and thread.\n"
+                "Watch: the lead creates two children (api, docs) and waits for them with "
+                "wait-threads; api asks to run a command outside its sandbox, the lead's "
+                "wait shows the request and the lead approves it (approval-answer); then "
+                "the lead completes - each task in its own directory and thread.\n"
             )
             settings = WorkerSettings(
                 project=PROJECT,

@@ -169,6 +169,25 @@ def run_command(
             "--max-waiting", min=0, help="Tasks that may wait in a poll or wait, beyond the slots."
         ),
     ] = 32,
+    approvals: Annotated[
+        str,
+        typer.Option(
+            "--approvals",
+            help="broker: an agent's approval request waits for a rule, a person"
+            " (markertools approvals) or an ancestor agent; decline: declined at once,"
+            " the task interrupted (APR-1).",
+            metavar="broker|decline",
+        ),
+    ] = "broker",
+    approval_timeout: Annotated[
+        float,
+        typer.Option(
+            "--approval-timeout",
+            min=0.001,
+            help="Seconds a request waits for an answer before it is declined (APR-1).",
+            metavar="SECONDS",
+        ),
+    ] = 900.0,
     log_level: Annotated[
         str,
         typer.Option("--log-level", help="debug, info, warning or error (stderr)."),
@@ -185,7 +204,7 @@ def run_command(
         WorkerSettings,
     )
     from markertools_adapters.worker.dirs import LAYOUT
-    from markertools_adapters.worker.settings import ENGINE_NAMES
+    from markertools_adapters.worker.settings import APPROVAL_MODES, ENGINE_NAMES
     from markertools_adapters.worktrees import WorktreeFiles
 
     if log_level not in LOG_LEVELS:
@@ -194,6 +213,10 @@ def run_command(
     _check_db(db)  # the database first: a missing one is named before the Codex binary
     if engine not in ENGINE_NAMES:
         raise UsageFailure(f"--engine {engine[:40]}: expected one of {', '.join(ENGINE_NAMES)}")
+    if approvals not in APPROVAL_MODES:
+        raise UsageFailure(
+            f"--approvals {approvals[:40]}: expected one of {', '.join(APPROVAL_MODES)}"
+        )
     binary, claude = _binaries(engine, codex_bin, claude_bin)
     try:
         table = PriceTable.load(prices) if prices is not None else PriceTable()
@@ -217,6 +240,8 @@ def run_command(
         store_url=db,
         store_outage_seconds=store_outage_seconds,
         max_waiting=max_waiting,
+        approvals=approvals,
+        approval_timeout=approval_timeout,
         **fields,
     )
     try:

@@ -35,6 +35,7 @@ from markertools import (
     RequeueResult,
     RunningTask,
     UnleasedRun,
+    host_engine,
     pending_turn_of,
     quota_exhausted,
     quota_hold_reason,
@@ -89,12 +90,21 @@ class LeaseMixin(JournalMixin):  # fenced() runs in its atomic()
         return tuple(held)
 
     def record_process_group(
-        self, task_id: str, host: str, pgid: int, *, machine_id: str | None, now: float
+        self,
+        task_id: str,
+        host: str,
+        pgid: int,
+        *,
+        machine_id: str | None,
+        now: float,
+        engine: str | None = None,
     ) -> None:
         with self._state.lock:
             lease = self._held(task_id, host)
             if lease is not None:
-                self._state.leases[task_id] = attrs.evolve(lease, pgid=pgid, machine_id=machine_id)
+                self._state.leases[task_id] = attrs.evolve(
+                    lease, pgid=pgid, machine_id=machine_id, engine=engine
+                )
 
     def get_lease(self, task_id: str) -> Lease | None:
         with self._state.lock:
@@ -270,6 +280,7 @@ class LeaseMixin(JournalMixin):  # fenced() runs in its atomic()
                     RunningTask(lease.task_id, turn, lease.started_at)
                     for lease, turn in sorted(rows, key=lambda r: r[0].task_id)
                 ),
+                host_engine(lease.engine for lease, _ in rows),
             )
             for host, rows in sorted(by_host.items())
         )

@@ -381,6 +381,8 @@ _STEP9: Final[tuple[str, ...]] = (
 _STEP10: Final[tuple[str, ...]] = (
     # ENG-1: the engine a task runs on (NULL: the host's --engine)
     "ALTER TABLE tasks ADD COLUMN engine TEXT",
+    # ENG-1 / WRK-10: the `--engine` of the host holding a lease (worker status)
+    "ALTER TABLE task_leases ADD COLUMN engine TEXT",
     # APR-1: a task's requests for approval; `command` and `paths` are JSON arrays of
     # strings; answered_by/answer_reason/answered_at record who answered (APR-3)
     f"""CREATE TABLE approvals (

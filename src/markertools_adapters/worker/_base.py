@@ -27,6 +27,7 @@ class RunOwner(Protocol):
     leases: Leases
     outage: Outage
     stopping: bool
+    broker: Any  # APR-1: the approval broker, None with `--approvals decline`
     tools_url: str | None  # TOL-10: where the host serves its tasks' tools (None: it does not)
 
     def emit(self, event: HostEvent) -> None: ...
@@ -61,6 +62,8 @@ class RunBase:
     engine: Engine | None
     _directory: str
     _halt: threading.Event
+    _halted_event: asyncio.Event
+    _signals: asyncio.Queue[tuple[str, Any]]
     _wait_began: asyncio.Event
     _loop: asyncio.AbstractEventLoop | None
 

@@ -350,9 +350,10 @@ class ClaudeEngine:
             body = request.get("input") if isinstance(request.get("input"), dict) else {}
             if self.server is not None and tool.startswith(tool_prefix(TOOLS_SERVER)):
                 return {"behavior": "allow", "updatedInput": body}  # the task's own tools
-            if await self.events.approve(engine_request(request, self.directory)):
+            verdict = await self.events.approve(engine_request(request, self.directory))
+            if verdict.approved:
                 return {"behavior": "allow", "updatedInput": body}
-            return {"behavior": "deny", "message": DECLINED}
+            return {"behavior": "deny", "message": verdict.message or DECLINED}
         raise ValueError(f"the markertools worker host does not answer {str(subtype)[:80]}")
 
     def _tools_ready(self) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shlex
 import signal
@@ -31,6 +32,7 @@ from markertools_adapters.worker.engine import (
 )
 from markertools_adapters.worker.settings import TokenUsage, WorkerSettings
 
+_log = logging.getLogger("markertools.worker")
 SANDBOX: Final[str] = "workspace-write"
 TASK_TMP: Final[str] = ".markertools-tmp"  # the task's TMPDIR, inside its directory
 _INTERRUPT_WAIT: Final[float] = 0.5
@@ -226,8 +228,10 @@ class CodexEngine:
         summary = request_summary(method, params)
         if kind_answer is None:
             kind = "permission" if "permission" in method else "input"
-            await self.events.approve(EngineRequest(kind, name, summary, reason=_text(p, "reason")))
-            return dict(refusal)
+            await self.events.approve(
+                EngineRequest(kind, name, summary, reason=_text(p, "reason"), brokered=False)
+            )
+            return dict(refusal)  # never approved (WRK-3): the run ends the turn
         kind, accept = kind_answer
         command = _text(p, "command")
         if isinstance(p.get("command"), list):  # legacy v1: an argv
@@ -242,8 +246,31 @@ class CodexEngine:
             paths=self._paths.get(str(p.get("itemId")), ()) if kind == "file_change" else (),
             reason=_text(p, "reason"),
         )
-        approved = await self.events.approve(request)
-        return dict(accept) if approved else dict(refusal)
+        verdict = await self.events.approve(request)
+        if verdict.approved:
+            return dict(accept)
+        if verdict.message and not verdict.interrupt:  # APR-1: the agent is told why
+            await self._tell(p, verdict.message)
+        return dict(refusal)
+
+    async def _tell(self, params: dict[str, Any], text: str) -> None:
+        """Add `text` to the running turn (`turn/steer`), so the model reads why its
+        request was declined right after the decline itself. Best effort, bounded: a
+        turn that ended meanwhile has nobody to tell."""
+        client = self.worker.client
+        thread, turn = params.get("threadId"), params.get("turnId")
+        if client is None or not isinstance(thread, str) or not isinstance(turn, str):
+            return
+        body = {
+            "threadId": thread,
+            "expectedTurnId": turn,
+            "input": [{"type": "text", "text": text, "text_elements": []}],
+        }
+        try:
+            async with asyncio.timeout(_INTERRUPT_WAIT * 4):
+                await client.request("turn/steer", body)
+        except Exception as exc:  # the turn ended, or this Codex has no steer
+            _log.info("telling the agent why its request was declined failed: %s", exc)
 
     # ---- notifications ---------------------------------------------------------------------------
 

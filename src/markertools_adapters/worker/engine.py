@@ -39,6 +39,17 @@ class TurnEnd:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """The run's answer to an EngineRequest: `approved`, and `message`, what the agent is
+    told with a decline (why; None: the engine's plain refusal). `interrupt`: the run
+    ends the turn too (WRK-3's decline), so the engine need not tell the agent."""
+
+    approved: bool
+    message: str | None = None
+    interrupt: bool = False
+
+
+@dataclass(frozen=True)
 class EngineRequest:
     """An approval the agent asks for (APR-1), engine-neutral: `kind` command /
     file_change / permission / input; the command as the agent wrote it and its argv
@@ -54,6 +65,9 @@ class EngineRequest:
     paths: tuple[str, ...] = ()
     diff: str | None = None
     reason: str | None = None
+    # APR-1: whether the engine can carry out an approval of it (False: it only ever
+    # refuses, e.g. Codex's extra-permission grants, so the run declines at once)
+    brokered: bool = True
 
 
 class EngineEvents(Protocol):
@@ -65,8 +79,8 @@ class EngineEvents(Protocol):
 
     def tools_ready(self, status: str) -> None: ...
 
-    async def approve(self, request: EngineRequest) -> bool:
-        """True: the request is approved; False: declined (the agent is told)."""
+    async def approve(self, request: EngineRequest) -> Verdict:
+        """The run's answer (APR-1): approved or declined, and what the agent is told."""
         ...
 
 
@@ -153,4 +167,5 @@ __all__ = [
     "EngineRequest",
     "TaskTools",
     "TurnEnd",
+    "Verdict",
 ]

@@ -30,6 +30,8 @@ EVENT_KINDS: Final[tuple[str, ...]] = (
     "parked",  # FLT-5: its idle app-server was stopped while it waits
     "outage_began",  # FLT-3
     "outage_ended",
+    "approval_requested",  # APR-4: an agent's request, stored (details: the request)
+    "approval_answered",  # APR-4: answered by a rule, a person, an ancestor, or expired
 )
 
 
@@ -97,6 +99,10 @@ class RunningView:
             row.state = "turn running"
         elif event.kind in ("turn_ended", "delivered"):
             row.state = event.kind.replace("_", " ")
+        elif event.kind == "approval_requested" and event.details.get("status") == "pending":
+            row.state = f"awaiting approval {event.details.get('id', '')}".strip()
+        elif event.kind == "approval_answered":
+            row.state = f"approval {event.details.get('status', 'answered')}"
         elif event.kind in _LET_GO and row.ended is None:
             status = event.details.get("status") if event.kind == "finished" else None
             row.state = str(status or event.kind)

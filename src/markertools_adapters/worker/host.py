@@ -60,7 +60,9 @@ class WorkerHost:
         self.settings = settings
         self.store = store
         self.ports: Ports = ports if ports is not None else store.ports
-        self.leases = Leases(store, settings.host, settings.machine, settings.lease_seconds)
+        self.leases = Leases(
+            store, settings.host, settings.machine, settings.lease_seconds, settings.engine
+        )
         self.outage = Outage(
             "the store", settings.store_outage_seconds, on_change=self._outage_changed
         )
@@ -75,6 +77,7 @@ class WorkerHost:
         self._unleased: dict[str, float] = {}  # running, no lease: task id -> first seen
         self.claimed = 0
         self._tools: HostTools | None = None
+        self.broker: Any = None  # APR-1: the approval broker (`--approvals broker`)
         self.tools_url: str | None = None  # TOL-10: where this host serves its tasks' tools
 
     # ---- events and control ---------------------------------------------------------
@@ -158,6 +161,10 @@ class WorkerHost:
         self._bg = Background(f"worker host {self.settings.host}", on_fault=self._fault)
         await self._bg.start()
         try:
+            if self.settings.approvals == "broker":
+                from markertools_adapters.approvals import Broker
+
+                self.broker = Broker(self.store, on_event=self._approval_event)
             if self.settings.tools:
                 self._tools = HostTools(
                     self.store,
@@ -180,7 +187,17 @@ class WorkerHost:
             if self._tools is not None:
                 await self._tools.stop()
             await self._bg.close()
+            if self.broker is not None:
+                self.broker.close()
         return self.exit_code
+
+    def _approval_event(self, event: Any) -> None:
+        """APR-4: a request stored or answered becomes a host event (live view,
+        `--json-log`: approval_requested / approval_answered)."""
+        body = event.json()
+        body.pop("event", None)
+        task_id = str(body.pop("task_id", ""))
+        self.emit(HostEvent(event.name, task_id, details=body))
 
     def claim_of(self, task_id: str) -> Claim | None:
         """TOL-10, FLT-1: the claim of this host's live run of `task_id` (a tool call of

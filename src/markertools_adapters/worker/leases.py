@@ -10,6 +10,7 @@
 # longer a codex process (a recycled pid is never killed).
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import time
@@ -58,15 +59,28 @@ def end_group(pgid: int, wait: float = 2.0) -> bool:
     return not group_alive(pgid)
 
 
+def _takes(fn: Any, keyword: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params)
+
+
 class Leases:
     """One host's lease calls (all blocking: run them off the event loop)."""
 
-    def __init__(self, store: Any, host: str, machine: str, lease_seconds: float) -> None:
+    def __init__(
+        self, store: Any, host: str, machine: str, lease_seconds: float, engine: str | None = None
+    ) -> None:
         self.store = store
         self.host = host
         self.machine = machine
         self.lease_seconds = lease_seconds
+        self.engine = engine
         self.enabled = supports_leases(store)
+        # ENG-1: a store of an older shape records no engine (its method lacks the keyword)
+        self._with_engine = self.enabled and _takes(store.record_process_group, "engine")
 
     def renew(self, claims: Sequence[Claim], now: float) -> tuple[str, ...]:
         """Renew, fenced by each claim (FLT-1); the ids this host still holds (all of
@@ -81,8 +95,9 @@ class Leases:
 
     def record_group(self, task_id: str, pgid: int, now: float) -> None:
         if self.enabled:
+            extra = {"engine": self.engine} if self._with_engine else {}
             self.store.record_process_group(
-                task_id, self.host, pgid, machine_id=self.machine, now=now
+                task_id, self.host, pgid, machine_id=self.machine, now=now, **extra
             )
 
     def expired(self, project: str, now: float) -> list[Any]:

@@ -39,6 +39,7 @@ from markertools import (
     msg,
 )
 from markertools_adapters._outage import OutageTooLong
+from markertools_adapters.worker._approvals import RunApprovals
 from markertools_adapters.worker._base import RunOwner
 from markertools_adapters.worker._delivery import RunDelivery
 from markertools_adapters.worker._ends import RESULT_FILE, RESULT_TEXT_CHARS, RunEnds
@@ -47,7 +48,7 @@ from markertools_adapters.worker._tools import call_tool, tool_description, tool
 from markertools_adapters.worker.claude_engine import ClaudeEngine
 from markertools_adapters.worker.codex_engine import CodexEngine
 from markertools_adapters.worker.dirs import local_repo, prepare_task_dir
-from markertools_adapters.worker.engine import Engine, EngineRequest, TaskTools, TurnEnd
+from markertools_adapters.worker.engine import Engine, TaskTools, TurnEnd
 
 _STOP_WAIT: Final[float] = 5.0
 # ENG-1: the engine adapters by name (engine.ENGINES), each built with the same arguments
@@ -63,7 +64,7 @@ class _Ended(Exception):
     """The run is over (its task's end already written, or nothing more to write)."""
 
 
-class TaskRun(RunDelivery, RunEnds):
+class TaskRun(RunDelivery, RunEnds, RunApprovals):
     """Run one claimed task to its end; `cancel()`, `stop()` and `lose()` may come at any
     time. It is its engine's `EngineEvents`."""
 
@@ -89,6 +90,7 @@ class TaskRun(RunDelivery, RunEnds):
         self._loop = None
         self._signals: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._halt = threading.Event()  # stops a delivery's waits (cancel, stop, lost)
+        self._halted_event = asyncio.Event()  # the same, for the run's own awaits (approvals)
         self._wait_began = asyncio.Event()
 
     # ---- control from the host ------------------------------------------------------
@@ -98,6 +100,7 @@ class TaskRun(RunDelivery, RunEnds):
         if not self.cancelled and not self.closing and self.lost is None:
             self.cancelled = True
             self._halt.set()
+            self._halted_event.set()
             self._signals.put_nowait(("cancel", None))
 
     def stop(self) -> None:
@@ -105,6 +108,7 @@ class TaskRun(RunDelivery, RunEnds):
         if not self.stopping:
             self.stopping = True
             self._halt.set()
+            self._halted_event.set()
             self._signals.put_nowait(("stop", None))
 
     def lose(self, why: str) -> None:
@@ -113,6 +117,7 @@ class TaskRun(RunDelivery, RunEnds):
         if self.lost is None:
             self.lost = why
             self._halt.set()
+            self._halted_event.set()
             self._signals.put_nowait(("lost", why))
 
     # ---- EngineEvents -----------------------------------------------------------------
@@ -125,12 +130,6 @@ class TaskRun(RunDelivery, RunEnds):
 
     def tools_ready(self, status: str) -> None:
         self.tools_status = status
-
-    async def approve(self, request: EngineRequest) -> bool:
-        """WRK-3 / Rule 2: every request is declined and the turn interrupted."""
-        reason = msg("worker.request_declined", request=request.name, summary=request.summary)
-        self._signals.put_nowait(("request", reason))
-        return False
 
     # ---- the run ----------------------------------------------------------------------
 

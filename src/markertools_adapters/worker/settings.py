@@ -19,6 +19,7 @@ from markertools import TurnCost
 
 MAX_CONCURRENT_RANGE: Final[tuple[int, int]] = (1, 16)
 ENGINE_NAMES: Final[tuple[str, ...]] = ("codex", "claude-code")  # ENG-1
+APPROVAL_MODES: Final[tuple[str, ...]] = ("broker", "decline")  # APR-1 / WRK-3
 _PRICE_KEYS: Final[tuple[str, ...]] = ("input", "cached_input", "output")
 _MILLION: Final[Decimal] = Decimal(1_000_000)
 
@@ -159,6 +160,12 @@ class WorkerSettings:
     park_seconds: float | None = 5.0
     # ENG-1: the engine a task runs on unless the task names one ("codex", "claude-code")
     engine: str = "codex"
+    # APR-1: "broker" - an agent's approval request becomes a stored request a rule, a
+    # person or an ancestor agent answers (the turn waits, holding no run slot, at most
+    # `approval_timeout` s; unanswered: declined, the agent told why); "decline" - WRK-3:
+    # declined at once, the turn interrupted, the task ended `interrupted` naming it
+    approvals: str = "broker"
+    approval_timeout: float = 900.0
     claude_bin: str = "claude"  # the Claude Code CLI (ENG-1)
     # TOL-10: the store's URL (kept out of every agent's environment), if the host knows it
     store_url: str | None = field(default=None, repr=False)
@@ -174,6 +181,14 @@ class WorkerSettings:
         if self.engine not in ENGINE_NAMES:
             raise ValueError(
                 f"engine must be one of {', '.join(ENGINE_NAMES)}, got {self.engine!r}"
+            )
+        if self.approvals not in APPROVAL_MODES:
+            raise ValueError(
+                f"approvals must be one of {', '.join(APPROVAL_MODES)}, got {self.approvals!r}"
+            )
+        if not 0 < self.approval_timeout < float("inf"):
+            raise ValueError(
+                f"approval_timeout must be a positive number of seconds, got {self.approval_timeout!r}"
             )
         if self.max_waiting < 0:
             raise ValueError("max_waiting must be 0 or more")

@@ -54,7 +54,8 @@ def status_lines(snapshot: FleetSnapshot, *, locale: str = "en") -> Iterable[str
     """The text form of the snapshot: the counts, each host with the tasks its live leases
     hold, then the running tasks no live lease holds, each flagged with why (its host's
     lease ended, it was claimed without a lease, no host at all) and what recovers it,
-    then the tasks held by quota. Elapsed times are counted to `snapshot.now`."""
+    then the pending approval requests (answer with `markertools approvals`), then the
+    tasks held by quota. Elapsed times are counted to `snapshot.now`."""
     counts = snapshot.tasks
     if counts:
         text = ", ".join(f"{k} {counts[k]}" for k in sorted(counts))
@@ -88,6 +89,16 @@ def status_lines(snapshot: FleetSnapshot, *, locale: str = "en") -> Iterable[str
             task_id=stale.task_id,
             turn=stale.turn,
             why=_unleased_why(stale, locale),
+        ).render(locale)
+    for asking in sorted(snapshot.approvals_pending, key=lambda a: a.id):  # APR-4
+        what = " ".join(asking.command) if asking.command else ", ".join(asking.paths) or "-"
+        yield msg(
+            "worker.status.approval",
+            id=asking.id,
+            task_id=asking.task_id,
+            kind=asking.kind,
+            what=what[:200],
+            asked=time.strftime("%H:%M:%S", time.gmtime(asking.asked_at)),
         ).render(locale)
     for hold in sorted(snapshot.held_by_quota, key=lambda q: q.task_id):
         reason = _held_reason(hold, locale)
