@@ -50,11 +50,13 @@ rules: $(VENV)/.installed
 # Chromium (scripts/install_chromium.sh installs Debian's chromium when missing, as root).
 # MARKERTOOLS_REQUIRE_REAL=1 turns a missing real part (Codex, Claude Code, PostgreSQL, Chromium) into
 # a failure instead of a skip.
+# Two pytest workers (pytest-xdist) on the two cores this runs on; PYTEST_WORKERS=0 for one process.
+PYTEST_WORKERS ?= 2
 pytest: $(VENV)/.installed
 	MARKERTOOLS_CODEX_BIN="$${MARKERTOOLS_CODEX_BIN:-$$(scripts/install_codex.sh)}" \
 	MARKERTOOLS_CLAUDE_BIN="$${MARKERTOOLS_CLAUDE_BIN:-$$(scripts/install_claude.sh)}" \
 	MARKERTOOLS_CHROMIUM_BIN="$${MARKERTOOLS_CHROMIUM_BIN:-$$(scripts/install_chromium.sh)}" \
-	MARKERTOOLS_REQUIRE_REAL=1 scripts/with_postgres.sh $(BIN)/python -m pytest -q
+	MARKERTOOLS_REQUIRE_REAL=1 scripts/with_postgres.sh $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
 test: lint typecheck rules pytest
 
