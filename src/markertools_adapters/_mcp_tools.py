@@ -25,6 +25,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
 
+from markertools import InvalidArgument
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -49,7 +51,7 @@ def declare_tool(
         structured_output=False,  # the entry builds its own CallToolResult
     )
     if tool.fn_metadata.arg_model.model_fields:  # the entry takes arguments of its own
-        raise ValueError(f"{name}: the entry point must take the context only")
+        raise InvalidArgument(f"{name}: the entry point must take the context only")
     return tool.model_copy(update={"parameters": dict(schema)})
 
 

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from markertools import summarize_error
+from markertools import InvalidArgument, summarize_error
 from markertools_adapters.errors import MarkertoolsError, StoreUnavailable
 
 T = TypeVar("T")
@@ -93,7 +93,7 @@ class Outage:
         on_change: Callable[[bool, str], None] | None = None,
     ) -> None:
         if not budget >= 0:
-            raise ValueError(f"the outage budget must be >= 0 seconds; got {budget!r}")
+            raise InvalidArgument(f"the outage budget must be >= 0 seconds; got {budget!r}")
         self.what = what
         self.budget = float(budget)
         self._log = log

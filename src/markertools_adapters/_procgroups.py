@@ -39,6 +39,7 @@ from typing import IO, Any, Final
 import attrs
 
 from markertools import KillResult, Task
+from markertools_adapters.errors import OperationFailed
 
 _PROC: Final[Path] = Path("/proc")
 _NOFOLLOW: Final[int] = getattr(os, "O_NOFOLLOW", 0)
@@ -167,7 +168,7 @@ class PgidRegistry:
             st = os.fstat(fd)
             owner_ok = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
             if not stat.S_ISREG(st.st_mode) or not owner_ok or st.st_mode & 0o022:
-                raise RuntimeError(
+                raise OperationFailed(
                     f"untrusted process-group record {path.name}: it must be a regular file"
                     " owned by this user and writable by nobody else"
                 )
@@ -187,7 +188,7 @@ class PgidRegistry:
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise RuntimeError(
+            raise OperationFailed(
                 f"unreadable process-group record for task {task_id!r}: {exc}"
             ) from exc
         return record if record.task_id == task_id else None
@@ -302,7 +303,7 @@ class LocalProcessExecutor:
         if pgid is None:
             return KillResult(False, f"no live process for task {task.id}: {why}")
         if pgid <= 1 or pgid == os.getpgrp():
-            raise RuntimeError(f"refusing to signal process group {pgid} for task {task.id}")
+            raise OperationFailed(f"refusing to signal process group {pgid} for task {task.id}")
         self._reap()
         if not group_alive(pgid):
             self.registry.forget(task.id)
@@ -325,7 +326,7 @@ class LocalProcessExecutor:
                 " every process exited",
             )
         left = live_group_members(pgid)
-        raise RuntimeError(
+        raise OperationFailed(
             f"process group {pgid} still has live processes after SIGKILL"
             + (f": pids {', '.join(map(str, left))}" if left else "")
         )

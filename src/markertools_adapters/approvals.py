@@ -48,6 +48,7 @@ from markertools import (
     ApprovalRequest,
     ApprovalRule,
     Clock,
+    InvalidArgument,
     Msg,
     RandomSource,
     Task,
@@ -221,7 +222,7 @@ class Broker:
         if poll_interval is None:
             poll_interval = LISTENING_POLL_SECONDS if self.listening else POLL_SECONDS
         if not (isinstance(poll_interval, int | float) and 0 < poll_interval < math.inf):
-            raise ValueError(
+            raise InvalidArgument(
                 f"poll_interval must be a positive number of seconds, not {poll_interval!r}"
             )
         self.poll_interval = float(poll_interval)
@@ -259,7 +260,7 @@ class Broker:
         the request as withdrawn and re-raises CancelledError. A `timeout` that is not a
         positive finite number is a ValueError."""
         if not (isinstance(timeout, int | float) and 0 < timeout < math.inf):
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+            raise InvalidArgument(f"timeout must be a positive number of seconds, not {timeout!r}")
         try:
             task = await asyncio.to_thread(self._store.get_task, ask.task_id)
             rules: tuple[ApprovalRule, ...] = ()

@@ -35,7 +35,8 @@ catches what it caught. Only `StoreUnavailable` is worth a retry::
     │   ├── UnknownTask                    | LookupError: a write names a task the store lacks
     │   ├── BadDatabaseUrl                 | ValueError   connect: not a URL form markertools opens
     │   ├── DatabaseNotFound               | FileNotFoundError  stores: must_exist, no such file
-    │   └── NotAMarkertoolsDatabase        | ValueError   stores: must_exist, not a markertools one
+    │   ├── NotAMarkertoolsDatabase        | ValueError   stores: must_exist, not a markertools one
+    │   └── DatabaseExists                 | FileExistsError  sqlite: a new database's path exists
     ├── NoExecutor                         | TypeError    wiring: connect / store_ports without executor
     ├── UnknownExecutor                    | ValueError   executors: not noop, local or docker
     ├── PlanStoreError                     planstore: the orchestration run journal
@@ -72,7 +73,12 @@ catches what it caught. Only `StoreUnavailable` is worth a retry::
     ├── OutageTooLong                      a store stayed unavailable past --store-outage-seconds
     ├── UsageFailure                       cli: a usage error or unreadable input (exit 2)
     ├── NotResumable                       cli: `dots run --resume` names no unfinished run
+    ├── OperationFailed                    | RuntimeError an adapter's operation failed (docker, a pgid, a session)
+    ├── BinaryNotFound                     | FileNotFoundError  offline: no pinned codex / claude binary
+    ├── WorktreeFailed                     | OSError      worker: `git worktree add` failed
     │   the core (`markertools`, importable from it):
+    ├── InvalidArgument                    | ValueError   an argument outside what a function documents
+    ├── InvalidType                        | TypeError    an argument of a type the function does not take
     ├── LeaseLost                          a write's claim no longer holds its task (FLT-1)
     ├── TurnIdReused                       | ValueError   a turn id delivered again with other input (FLT-6)
     ├── TurnFinishedDifferently            | ValueError   a finished turn id with another outcome (FLT-6)
@@ -83,8 +89,9 @@ catches what it caught. Only `StoreUnavailable` is worth a retry::
     ├── NotJson                            | ValueError   markertools.plans: not a JSON document
     └── ScheduleError                      | ValueError   markertools.plans: inconsistent roles
 
-The core still raises a plain `ValueError` for an argument it refuses (`deliver_turn`,
-TRN-10), and `deliver_turn` never raises for anything a block contains (TRN-8).
+An argument the core or an adapter refuses is an `InvalidArgument` (still a ValueError)
+or an `InvalidType` (still a TypeError); `deliver_turn` never raises for anything a block
+contains (TRN-8).
 """
 
 from __future__ import annotations
@@ -133,6 +140,27 @@ class CodexError(MarkertoolsError):
     """The Codex adapter: the app-server child, its JSON-RPC answers, its files."""
 
 
+class DatabaseExists(StoreError, FileExistsError):
+    """A new database was to be made from a world file at a path that already exists:
+    refused, the file left as it was. Still a FileExistsError."""
+
+
+class OperationFailed(MarkertoolsError, RuntimeError):
+    """An adapter's operation could not be done (the docker CLI failed, a process group it
+    refuses to signal, a session it cannot resume, a row that changed under it); the
+    message says which. Still a RuntimeError."""
+
+
+class BinaryNotFound(MarkertoolsError, FileNotFoundError):
+    """The offline helpers found no native Codex or Claude Code binary where the pinned
+    npm install puts it. Still a FileNotFoundError."""
+
+
+class WorktreeFailed(MarkertoolsError, OSError):
+    """A task's git worktree could not be made (`git worktree add` failed). Still an
+    OSError, as every other failure to prepare a task's directory."""
+
+
 class ClaudeError(MarkertoolsError):
     """The Claude Code adapter: the `claude` child and its control protocol."""
 
@@ -154,10 +182,14 @@ ALLOWED_OUTSIDE_THE_ROOT: Final[frozenset[str]] = frozenset(
 
 __all__ = [
     "BadDatabaseUrl",
+    "BinaryNotFound",
     "ClaudeError",
     "CodexError",
+    "DatabaseExists",
     "MarkertoolsError",
+    "OperationFailed",
     "StoreError",
     "StoreUnavailable",
     "UnknownTask",
+    "WorktreeFailed",
 ]

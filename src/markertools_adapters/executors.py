@@ -37,7 +37,7 @@ from markertools_adapters._procgroups import (
     PgidRegistry,
     default_state_dir,
 )
-from markertools_adapters.errors import MarkertoolsError
+from markertools_adapters.errors import MarkertoolsError, OperationFailed
 
 __all__ = [
     "EXECUTOR_NAMES",
@@ -153,9 +153,9 @@ class DockerExecutor:
                 check=False,
             )
         except FileNotFoundError as exc:
-            raise RuntimeError(f"docker CLI not found ({self.docker!r})") from exc
+            raise OperationFailed(f"docker CLI not found ({self.docker!r})") from exc
         except subprocess.TimeoutExpired as exc:
-            raise RuntimeError(f"docker {args[0]} timed out after {timeout:g}s") from exc
+            raise OperationFailed(f"docker {args[0]} timed out after {timeout:g}s") from exc
         return _Run(done.returncode, done.stdout, done.stderr)
 
     @staticmethod
@@ -166,7 +166,7 @@ class DockerExecutor:
     def kill(self, task: Task) -> KillResult:
         name = self.container_name(task)
         if not _DOCKER_NAME.fullmatch(name) or len(name) > 255:  # Rule 4
-            raise RuntimeError(
+            raise OperationFailed(
                 f"refusing to pass container name {name[:80]!r} for task {task.id!r} to docker"
                 " (not a valid container name; it could be read as an option)"
             )
@@ -177,7 +177,7 @@ class DockerExecutor:
         if inspect.returncode != 0:
             if _NO_CONTAINER.search(inspect.stderr + inspect.stdout):
                 return KillResult(False, f"no live process: no container named {name}")
-            raise RuntimeError(f"docker inspect {name} failed: {self._summary(inspect)}")
+            raise OperationFailed(f"docker inspect {name} failed: {self._summary(inspect)}")
         if inspect.stdout.strip() == "false":
             return KillResult(False, f"no live process: container {name} is not running")
         stop = self._run(
@@ -197,7 +197,7 @@ class DockerExecutor:
             )
         if _NO_CONTAINER.search(kill.stderr + kill.stdout) or _NOT_RUNNING.search(kill.stderr):
             return KillResult(False, f"no live process: container {name} is no longer running")
-        raise RuntimeError(
+        raise OperationFailed(
             f"could not stop container {name}: docker stop: {self._summary(stop)};"
             f" docker kill: {self._summary(kill)}"
         )

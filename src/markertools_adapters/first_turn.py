@@ -35,6 +35,7 @@ from markertools import (
     Denied,
     FirstTurnPrompt,
     InjectionInputs,
+    InvalidType,
     LookupFailed,
     PermissionAnswer,
     PermissionLookup,
@@ -211,7 +212,7 @@ def first_turn_prompt(
 
 def _from(ports: Ports | None, name: str) -> Any:
     if ports is None:
-        raise TypeError(f"first_turn_prompt needs ports= or {name}=")
+        raise InvalidType(f"first_turn_prompt needs ports= or {name}=")
     return getattr(ports, name)
 
 

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from markertools import Claim
+from markertools import Claim, InvalidType
 from markertools_adapters.memory import MemoryState, MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,7 +75,7 @@ class StoreKit(MemoryStore):
         super().__init_subclass__(**kwargs)
         missing = [name for name in KIT_PRIMITIVES if getattr(cls, name) is getattr(StoreKit, name)]
         if missing:
-            raise TypeError(f"{cls.__name__} must implement {', '.join(missing)}")
+            raise InvalidType(f"{cls.__name__} must implement {', '.join(missing)}")
 
     # ---- the three primitives ------------------------------------------------------------
 

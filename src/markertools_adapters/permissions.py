@@ -29,6 +29,7 @@ from typing import Final
 
 import sqlite_utils
 
+from markertools import InvalidArgument
 from markertools_adapters.errors import MarkertoolsError
 
 PERMISSION_TABLES: Final[tuple[str, ...]] = ("permission_grants", "role_grants", "user_roles")
@@ -151,7 +152,7 @@ class CallablePermissions:
         self, fn: PermissionFunction, timeout_seconds: float, *, max_in_flight: int = 8
     ) -> None:
         if timeout_seconds <= 0:
-            raise ValueError("timeout_seconds must be positive")
+            raise InvalidArgument("timeout_seconds must be positive")
         self._fn = fn
         self.timeout_seconds = timeout_seconds
         self._slots = threading.BoundedSemaphore(max_in_flight)

@@ -54,6 +54,7 @@ from markertools import (
     FileListing,
     FileRefused,
     FileText,
+    InvalidArgument,
     Msg,
     Task,
     check_relative_path,
@@ -62,6 +63,7 @@ from markertools import (
     task_id_component_problem,
 )
 from markertools_adapters._fsread import list_directory, read_text
+from markertools_adapters.errors import OperationFailed
 
 HOST_WORKTREES_DIR: Final[str] = "host-worktrees"
 TENANTS_DIR: Final[str] = "tenants"
@@ -90,10 +92,10 @@ def template_layout(*templates: str) -> WorktreeLayout:
             share one directory).
     """
     if not templates:
-        raise ValueError("template_layout needs at least one template")
+        raise InvalidArgument("template_layout needs at least one template")
     for template in templates:
         if "{task_id}" not in template:
-            raise ValueError(f"worktree template {template!r} must contain {{task_id}}")
+            raise InvalidArgument(f"worktree template {template!r} must contain {{task_id}}")
 
     def layout(host: str | None, task_id: str) -> tuple[str, ...]:
         return tuple(
@@ -158,10 +160,10 @@ class WorktreeFiles:
         layout: WorktreeLayout | str | Sequence[str] | None = None,
     ) -> None:
         if not (os.open in os.supports_dir_fd and _NOFOLLOW and _DIRECTORY):
-            raise RuntimeError("WorktreeFiles needs POSIX openat with O_NOFOLLOW/O_DIRECTORY")
+            raise OperationFailed("WorktreeFiles needs POSIX openat with O_NOFOLLOW/O_DIRECTORY")
         path = Path(root)
         if not path.is_dir():
-            raise ValueError(f"worktree root {str(path)!r} is not an existing directory")
+            raise InvalidArgument(f"worktree root {str(path)!r} is not an existing directory")
         self._root = os.path.abspath(path)
         self._root_real = os.path.realpath(path)
         self._host = host

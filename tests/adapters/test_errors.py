@@ -6,6 +6,7 @@ errors.py and docs/errors.md."""
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import inspect
 import pkgutil
@@ -258,3 +259,62 @@ def test_the_snippet_of_docs_errors_md_runs_and_names_the_reason(tmp_path: Path)
     assert third.stderr == (
         "the database is not available now: OperationalError: database is locked\n"
     )
+
+
+# The `raise` of a standard exception class that stays: consistency checks of the
+# library's own tables at import time (a bug in markertools, never a caller's input),
+# abstract stubs, and an unreachable branch.
+STANDARD_RAISES_ALLOWED = {
+    ("src/markertools/text/catalog.py", "RuntimeError"),
+    ("src/markertools/deliver/handlers/registry.py", "RuntimeError"),
+    ("src/markertools/deliver/context.py", "RuntimeError"),
+    ("src/markertools/parse/kinds.py", "RuntimeError"),
+    ("src/markertools/domain/change.py", "RuntimeError"),
+    ("src/markertools_adapters/cli/_dots_terminal.py", "EOFError"),  # input()'s protocol
+}
+# protocols that name their exception: attribute lookup (PEP 562's module __getattr__),
+# mapping lookup (__getitem__, a lookup by name), and unreachable branches
+PROTOCOL_RAISES = {"AttributeError", "KeyError", "AssertionError", "StopIteration"}
+STANDARD = {
+    name
+    for name, obj in vars(builtins).items()
+    if isinstance(obj, type) and issubclass(obj, BaseException)
+}
+
+
+@pytest.mark.rule("FLT-8")
+def test_nothing_raises_a_bare_standard_exception_on_purpose() -> None:
+    """FLT-8 to the letter: every `raise` of a new exception in the core and the
+    adapters raises one of the tree (an argument error is `InvalidArgument`, still a
+    ValueError, or `InvalidType`, still a TypeError), not a bare ValueError, TypeError,
+    RuntimeError or OSError - so `except MarkertoolsError` catches it. Found by reading
+    every module's syntax tree; re-raising a caught exception (`raise`, `raise exc`) is
+    not a new one."""
+    import ast
+
+    found: list[str] = []
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            name = target.id if isinstance(target, ast.Name) else None
+            allowed = (rel, name) in STANDARD_RAISES_ALLOWED or name in PROTOCOL_RAISES
+            if name in STANDARD and name != "NotImplementedError" and not allowed:
+                found.append(f"{rel}:{node.lineno}: raise {name}")
+    assert found == [], "raise an exception of the tree (markertools.InvalidArgument, ...)"
+
+
+@pytest.mark.rule("FLT-8")
+def test_an_argument_error_is_caught_by_the_root_and_by_its_old_base() -> None:
+    from markertools import InvalidArgument, InvalidType, TurnCost
+
+    with pytest.raises(MarkertoolsError) as caught:
+        markertools.deliver_call("task-list", {}, sender="t1", ports=None, locale="xx")  # type: ignore[arg-type]
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, InvalidArgument)
+    assert "locale" in str(caught.value)
+    with pytest.raises(TypeError) as typed:
+        TurnCost(tokens="12")  # type: ignore[arg-type]
+    assert isinstance(typed.value, InvalidType) and isinstance(typed.value, MarkertoolsError)
+    assert str(typed.value) == "TurnCost.tokens: expected an integer, got str"

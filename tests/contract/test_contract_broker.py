@@ -179,7 +179,7 @@ def test_a_request_that_cannot_be_recorded_is_declined_with_why(make_store: Make
     queued = asyncio.run(broker.decide(ApprovalAsk("t2", "command", ("ls",)), timeout=5))
     assert (queued.approved, queued.how, queued.request) == (False, "not_recorded", None)
     assert queued.text() == (
-        "declined: the request could not be recorded (ValueError: approval request for task "
+        "declined: the request could not be recorded (InvalidArgument: approval request for task "
         "'t2': the task is 'queued', not running)"
     )
     odd = asyncio.run(broker.decide(ApprovalAsk("t1", "network"), timeout=5))
@@ -313,6 +313,6 @@ def test_a_store_outage_during_a_wait_delays_the_answer_never_the_expiry(
     assert (expired.approved, expired.how) == (False, "expired")
     assert (
         expired.text()
-        == f"declined: nobody answered approval request {expired.request.id} within 0 s"
+        == f"declined: nobody answered approval request {expired.request.id} within 0.5 s"
     )
     assert store.get_approval(expired.request.id).status == "pending"  # the requeue expires it

@@ -41,6 +41,7 @@ from typing import Any, Final
 
 import attrs
 
+from markertools._root import InvalidArgument
 from markertools.deliver.codec import entry_from_json, entry_to_json
 from markertools.deliver.context import TurnContext, summarize_error
 from markertools.deliver.failures import warn
@@ -241,10 +242,10 @@ def _result_from_json(text: str) -> CallResult:
         entry = entry_from_json(json.dumps(body["entry"]))
         fields = body.get("fields") or {}
         if not isinstance(fields, dict) or not isinstance(body.get("text"), str):
-            raise ValueError("damaged call result")
+            raise InvalidArgument("damaged call result")
         return CallResult(entry, True, body["text"], fields)
     except (TypeError, KeyError, RecursionError) as exc:
-        raise ValueError(f"damaged call result: {exc}") from None
+        raise InvalidArgument(f"damaged call result: {exc}") from None
 
 
 def call_digest(kind: str, arguments: object) -> str:
@@ -412,7 +413,7 @@ def deliver_call(
         or not math.isfinite(waited)
         or waited < 0
     ):
-        raise ValueError(f"waited must be a finite number of seconds >= 0; got {waited!r}")
+        raise InvalidArgument(f"waited must be a finite number of seconds >= 0; got {waited!r}")
     stop = _cancel_signal(cancel)
     spec = resolve_tool_kind(kind)
     shown_kind = spec.name if spec is not None else (kind if isinstance(kind, str) else "?")

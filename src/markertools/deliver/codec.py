@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from markertools._root import InvalidArgument
 from markertools.deliver.report import DeliveryReport, NotDelivered, ReportEntry
 from markertools.text.msgjson import msg_from_json, msg_to_json
 
@@ -33,18 +34,18 @@ def _entry_out(entry: ReportEntry) -> dict[str, Any]:
 
 def _entry_in(value: Any) -> ReportEntry:
     if not isinstance(value, dict):
-        raise ValueError("an entry must be an object")
+        raise InvalidArgument("an entry must be an object")
     outcome = value.get("outcome")
     if outcome not in _OUTCOMES:
-        raise ValueError(f"bad entry outcome {outcome!r}")
+        raise InvalidArgument(f"bad entry outcome {outcome!r}")
     kind, line, target = value.get("kind"), value.get("line"), value.get("target")
     if not isinstance(kind, str) or not isinstance(line, int) or isinstance(line, bool):
-        raise ValueError("an entry needs a string kind and an integer line")
+        raise InvalidArgument("an entry needs a string kind and an integer line")
     if target is not None and not isinstance(target, str):
-        raise ValueError("an entry's target must be a string or null")
+        raise InvalidArgument("an entry's target must be a string or null")
     count, last = value.get("count", 1), value.get("last_line")
     if not isinstance(count, int) or (last is not None and not isinstance(last, int)):
-        raise ValueError("an entry's count and last_line must be integers")
+        raise InvalidArgument("an entry's count and last_line must be integers")
     return ReportEntry(
         kind, line, outcome, target, msg_from_json(value.get("reason")), count=count, last_line=last
     )
@@ -58,7 +59,7 @@ def entry_from_json(text: str) -> ReportEntry:
     try:
         return _entry_in(json.loads(text))
     except (TypeError, RecursionError) as exc:
-        raise ValueError(f"damaged journal entry: {exc}") from None
+        raise InvalidArgument(f"damaged journal entry: {exc}") from None
 
 
 def report_to_json(report: DeliveryReport) -> str:
@@ -83,7 +84,7 @@ def report_from_json(text: str) -> DeliveryReport:
     try:
         body = json.loads(text)
         if not isinstance(body, dict):
-            raise ValueError("a report must be an object")
+            raise InvalidArgument("a report must be an object")
         nd = body.get("not_delivered")
         return DeliveryReport(
             delivered=bool(body["delivered"]),
@@ -99,7 +100,7 @@ def report_from_json(text: str) -> DeliveryReport:
             else NotDelivered(str(nd["code"]), msg_from_json(nd["reason"])),
         )
     except (KeyError, TypeError, RecursionError) as exc:
-        raise ValueError(f"damaged journal report: {exc}") from None
+        raise InvalidArgument(f"damaged journal report: {exc}") from None
 
 
 def replayed(report: DeliveryReport) -> DeliveryReport:

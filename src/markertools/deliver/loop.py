@@ -37,6 +37,7 @@ from typing import Final
 
 import attrs
 
+from markertools._root import InvalidArgument
 from markertools.deliver.context import TurnContext, summarize_error
 from markertools.deliver.failures import log_turn, warn
 from markertools.deliver.handlers.registry import handler_for
@@ -196,18 +197,18 @@ def _cancel_signal(cancel: object) -> Callable[[], bool] | None:
         return lambda: bool(is_set())
     if callable(cancel):
         return lambda: bool(cancel())
-    raise ValueError("cancel must be a threading.Event (or anything with is_set()) or a callable")
+    raise InvalidArgument("cancel must be a threading.Event (or anything with is_set()) or a callable")
 
 
 def _check_turn_id(turn_id: object, ports: Ports) -> str | None:
     if turn_id is None:
         return None
     if not isinstance(turn_id, str) or not turn_id.strip() or len(turn_id) > MAX_TURN_ID_CHARS:
-        raise ValueError(
+        raise InvalidArgument(
             f"turn_id must be a non-blank string of at most {MAX_TURN_ID_CHARS} characters"
         )
     if ports.journal is None:
-        raise ValueError(
+        raise InvalidArgument(
             "turn_id needs a store with a delivery journal (ports.journal): without one "
             "a redelivery can not be recognised"
         )
@@ -220,14 +221,14 @@ def checked_claim(claim: object, sender_id: str, ports: Ports) -> Claim | None:
     if claim is None:
         return None
     if not isinstance(claim, Claim):
-        raise ValueError(f"claim must be the Claim the store handed out; got {type(claim).__name__}")
+        raise InvalidArgument(f"claim must be the Claim the store handed out; got {type(claim).__name__}")
     if claim.task.id != sender_id:
-        raise ValueError(
+        raise InvalidArgument(
             f"claim is for task {claim.task.id!r}, not the sender {sender_id!r}: pass the "
             "claim of the task whose turn this is"
         )
     if ports.fencing is None:
-        raise ValueError(
+        raise InvalidArgument(
             "claim= needs a store that can fence its writes (ports.fencing); every bundled "
             "store can - a store of your own implements markertools.Fencing"
         )
@@ -254,7 +255,7 @@ def _check_deadline(deadline: object) -> float | None:
         or not math.isfinite(deadline)
         or deadline < 0
     ):
-        raise ValueError(f"deadline must be a finite number of seconds >= 0; got {deadline!r}")
+        raise InvalidArgument(f"deadline must be a finite number of seconds >= 0; got {deadline!r}")
     return float(deadline)
 
 

@@ -23,6 +23,7 @@ from typing import Final
 
 import attrs
 
+from markertools._root import InvalidArgument
 from markertools.domain.errors import MarkertoolsError, summarize_error
 from markertools.domain.ports import TaskTokenStore
 from markertools.text.msg import Msg, msg
@@ -107,13 +108,13 @@ def mint_task_token(
         or not math.isfinite(ttl_seconds)
         or ttl_seconds <= 0
     ):
-        raise ValueError(f"ttl_seconds must be a positive number of seconds; got {ttl_seconds!r}")
+        raise InvalidArgument(f"ttl_seconds must be a positive number of seconds; got {ttl_seconds!r}")
     task = store.get_task(task_id)
     if task is None or task.status != "running":
         raise TaskTokenRefused(task_id, None if task is None else task.status)
     secret = token_hex(TOKEN_BYTES)
     if not isinstance(secret, str) or len(secret) < 32 or not _HEX.fullmatch(secret):
-        raise ValueError("the random source must return at least 32 lowercase hex digits")
+        raise InvalidArgument("the random source must return at least 32 lowercase hex digits")
     token = TOKEN_PREFIX + secret
     expires_at = float(now) + float(ttl_seconds)
     if not store.insert_task_token(token_hash(token), task_id, expires_at):

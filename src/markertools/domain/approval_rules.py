@@ -35,6 +35,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from typing import Final
 
+from markertools._root import InvalidArgument
 from markertools.domain.approvals import (
     MAX_GLOB_CHARS,
     ApprovalRequest,
@@ -254,11 +255,11 @@ def check_rule(rule: ApprovalRule) -> None:
     if rule.prefix is not None:
         bad = [word for word in rule.prefix if not is_plain(word) or not word.strip()]
         if bad:
-            raise ValueError(f"rule prefix: {bad[0]!r} holds shell syntax or is blank")
+            raise InvalidArgument(f"rule prefix: {bad[0]!r} holds shell syntax or is blank")
     if rule.path_glob is not None:
         problem = check_glob(rule.path_glob)
         if problem is not None:
-            raise ValueError(f"rule path: {problem}")
+            raise InvalidArgument(f"rule path: {problem}")
 
 
 def rule_matches(rule: ApprovalRule, request: ApprovalRequest, root: str | None) -> bool:

@@ -22,6 +22,8 @@ from typing import Final, Literal
 
 import attrs
 
+from markertools._root import InvalidArgument
+
 ApprovalKind = Literal["command", "file_change", "permission"]
 APPROVAL_KINDS: Final[tuple[ApprovalKind, ...]] = ("command", "file_change", "permission")
 ApprovalStatus = Literal["pending", "approved", "denied", "expired"]
@@ -120,13 +122,13 @@ class ApprovalRule:
 
 def _text(value: object, where: str, limit: int, *, nonblank: bool = False) -> None:
     if not isinstance(value, str):
-        raise ValueError(f"{where}: expected a string, got {type(value).__name__}")
+        raise InvalidArgument(f"{where}: expected a string, got {type(value).__name__}")
     if len(value) > limit:
-        raise ValueError(f"{where}: {len(value)} characters, at most {limit}")
+        raise InvalidArgument(f"{where}: {len(value)} characters, at most {limit}")
     if "\x00" in value:
-        raise ValueError(f"{where}: holds a NUL character")
+        raise InvalidArgument(f"{where}: holds a NUL character")
     if nonblank and not value.strip():
-        raise ValueError(f"{where}: must not be blank")
+        raise InvalidArgument(f"{where}: must not be blank")
 
 
 def _optional(value: object, where: str, limit: int) -> None:
@@ -136,24 +138,24 @@ def _optional(value: object, where: str, limit: int) -> None:
 
 def _strings(values: object, where: str, *, most: int, chars: int, nonempty: bool = False) -> None:
     if not isinstance(values, tuple):
-        raise ValueError(f"{where}: expected a tuple of strings, got {type(values).__name__}")
+        raise InvalidArgument(f"{where}: expected a tuple of strings, got {type(values).__name__}")
     if len(values) > most:
-        raise ValueError(f"{where}: {len(values)} items, at most {most}")
+        raise InvalidArgument(f"{where}: {len(values)} items, at most {most}")
     if nonempty and not values:
-        raise ValueError(f"{where}: must not be empty")
+        raise InvalidArgument(f"{where}: must not be empty")
     for index, item in enumerate(values):
         _text(item, f"{where}[{index}]", chars, nonblank=nonempty)
 
 
 def _one_of(value: object, where: str, allowed: Sequence[str]) -> None:
     if not (isinstance(value, str) and value in allowed):
-        raise ValueError(f"{where} must be one of {', '.join(allowed)}; got {value!r}")
+        raise InvalidArgument(f"{where} must be one of {', '.join(allowed)}; got {value!r}")
 
 
 def check_request(request: object) -> None:
     """Rule 3: ValueError naming the field unless `request` is a storable request."""
     if not isinstance(request, ApprovalRequest):
-        raise ValueError(f"expected an ApprovalRequest, got {type(request).__name__}")
+        raise InvalidArgument(f"expected an ApprovalRequest, got {type(request).__name__}")
     _text(request.id, "approval id", 200, nonblank=True)
     _text(request.task_id, "approval task_id", 1000, nonblank=True)
     _text(request.project_id, "approval project_id", 1000)
@@ -163,7 +165,7 @@ def check_request(request: object) -> None:
         _strings(request.command, "approval command", most=MAX_ARGV, chars=MAX_ARG_CHARS,
                  nonempty=True)  # fmt: skip
     if request.kind == "command" and request.command is None:
-        raise ValueError("approval command: a command request needs its argv")
+        raise InvalidArgument("approval command: a command request needs its argv")
     _optional(request.cwd, "approval cwd", MAX_PATH_CHARS)
     _strings(request.paths, "approval paths", most=MAX_PATHS, chars=MAX_PATH_CHARS)
     _optional(request.diff_summary, "approval diff_summary", MAX_REQUEST_TEXT)
@@ -173,16 +175,16 @@ def check_request(request: object) -> None:
     for name in ("asked_at", "expires_at"):
         value = getattr(request, name)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"approval {name}: expected a number, got {type(value).__name__}")
+            raise InvalidArgument(f"approval {name}: expected a number, got {type(value).__name__}")
     if (request.status == "pending") != (request.answered_by is None):
-        raise ValueError("approval answered_by: set exactly when the request is answered")
+        raise InvalidArgument("approval answered_by: set exactly when the request is answered")
 
 
 def check_rule_fields(rule: object) -> None:
     """Rule 3 for a rule's plain fields (the matcher adds what a prefix or glob may hold:
     `approval_rules.check_rule`)."""
     if not isinstance(rule, ApprovalRule):
-        raise ValueError(f"expected an ApprovalRule, got {type(rule).__name__}")
+        raise InvalidArgument(f"expected an ApprovalRule, got {type(rule).__name__}")
     _text(rule.id, "rule id", 200, nonblank=True)
     _text(rule.project_id, "rule project_id", 1000, nonblank=True)
     _one_of(rule.action, "rule action", RULE_ACTIONS)
@@ -193,13 +195,13 @@ def check_rule_fields(rule: object) -> None:
     _optional(rule.path_glob, "rule path", MAX_GLOB_CHARS)
     _optional(rule.created_by, "rule created_by", 1000)
     if rule.kind is None and rule.prefix is None and rule.path_glob is None:
-        raise ValueError("rule: give a kind, an argv prefix or a path glob")
+        raise InvalidArgument("rule: give a kind, an argv prefix or a path glob")
     if rule.prefix is not None and rule.path_glob is not None:
-        raise ValueError("rule: an argv prefix and a path glob cannot be combined")
+        raise InvalidArgument("rule: an argv prefix and a path glob cannot be combined")
     if rule.prefix is not None and rule.kind not in (None, "command"):
-        raise ValueError(f"rule kind: an argv prefix matches commands, not {rule.kind}")
+        raise InvalidArgument(f"rule kind: an argv prefix matches commands, not {rule.kind}")
     if rule.path_glob is not None and rule.kind not in (None, "file_change"):
-        raise ValueError(f"rule kind: a path glob matches file changes, not {rule.kind}")
+        raise InvalidArgument(f"rule kind: a path glob matches file changes, not {rule.kind}")
 
 
 _ESCAPES: Final[dict[int, str]] = {

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import attrs
 
+from markertools._root import InvalidArgument, InvalidType
 from markertools.domain.model import Task
 
 
@@ -81,13 +82,13 @@ class TaskChange(Mapping[str, object]):
         if isinstance(changes, TaskChange):
             return changes
         if not isinstance(changes, Mapping):
-            raise TypeError(
+            raise InvalidType(
                 "task changes must be a TaskChange or a mapping of task field names to "
                 f"values; got {type(changes).__name__}"
             )
         unknown = [name for name in changes if name not in CHANGEABLE_TASK_FIELDS]
         if unknown:
-            raise ValueError(_unknown_fields(unknown))
+            raise InvalidArgument(_unknown_fields(unknown))
         values: dict[str, Any] = dict(changes)
         return cls(**values)
 

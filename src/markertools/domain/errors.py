@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from markertools._root import InvalidArgument as InvalidArgument
+from markertools._root import InvalidType as InvalidType
+from markertools._root import MarkertoolsError as MarkertoolsError
+
 ERROR_SUMMARY_CHARS: Final[int] = 300
 
 
@@ -27,12 +31,6 @@ def summarize_error(exc: BaseException) -> str:
         detail = "(the error message could not be read)"
     text = " ".join(f"{name}: {detail}".split())
     return text if len(text) <= ERROR_SUMMARY_CHARS else text[: ERROR_SUMMARY_CHARS - 1] + "…"
-
-
-class MarkertoolsError(Exception):
-    """FLT-8: the root of every exception the library and its adapters raise on purpose
-    (docs/errors.md). Classes that were a `ValueError` or `TypeError` before the root
-    existed keep that base too, so older `except` clauses catch what they caught."""
 
 
 class LeaseLost(MarkertoolsError):

@@ -20,6 +20,7 @@ from typing import Final, Literal
 
 import attrs
 
+from markertools._root import InvalidArgument, InvalidType
 from markertools.domain.money import money, optional_money
 
 TaskStatusName = Literal[
@@ -138,7 +139,7 @@ def checked_value(enum: type[StrEnum], value: object, what: str) -> str:
     allowed = [m.value for m in enum]
     if isinstance(value, str) and value in allowed:
         return str(value)
-    raise ValueError(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
+    raise InvalidArgument(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
 
 
 TURN_OUTCOMES: Final[tuple[str, ...]] = tuple(o.value for o in TurnOutcome)
@@ -279,12 +280,12 @@ def _quota_used(value: object) -> Decimal:
 
 def _not_negative(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(
+        raise InvalidType(
             f"{type(instance).__name__}.{attribute.name}: expected an integer, "
             f"got {type(value).__name__}"
         )
     if value < 0:
-        raise ValueError(
+        raise InvalidArgument(
             f"{type(instance).__name__}.{attribute.name}: must not be negative, got {value}"
         )
 
@@ -395,19 +396,19 @@ def checked_finish(
     task / None, a bool `requeue` - and the status the task is to get
     (`finished_status`). TypeError / ValueError naming the argument otherwise."""
     if not isinstance(task_id, str):
-        raise TypeError(f"task_id: expected a string, got {type(task_id).__name__}")
+        raise InvalidType(f"task_id: expected a string, got {type(task_id).__name__}")
     if not isinstance(turn_id, str) or not turn_id:
-        raise ValueError(f"turn_id: expected a non-empty string, got {turn_id!r}")
+        raise InvalidArgument(f"turn_id: expected a non-empty string, got {turn_id!r}")
     if not isinstance(requeue, bool):
-        raise TypeError(f"requeue: expected True or False, got {type(requeue).__name__}")
+        raise InvalidType(f"requeue: expected True or False, got {type(requeue).__name__}")
     if isinstance(cost, CostRow):
         if cost.task_id != task_id:
-            raise ValueError(
+            raise InvalidArgument(
                 f"cost: the row is for task {cost.task_id!r}, not {task_id!r} "
                 "(give a TurnCost and the store fills in the task and the round)"
             )
     elif cost is not None and not isinstance(cost, TurnCost):
-        raise TypeError(f"cost: expected a TurnCost, a CostRow or None, got {type(cost).__name__}")
+        raise InvalidType(f"cost: expected a TurnCost, a CostRow or None, got {type(cost).__name__}")
     return finished_status(outcome, requeue=requeue)
 
 
@@ -504,7 +505,7 @@ def refuse_bad_engine(engine: object) -> None:
     """ENG-1: a task's engine is None or one of ENGINES; anything else is a ValueError
     naming the allowed values (stores refuse it at insert_task, as world files do)."""
     if engine is not None and not (isinstance(engine, str) and engine in ENGINES):
-        raise ValueError(
+        raise InvalidArgument(
             f"task engine must be one of {', '.join(ENGINES)} (or null); got {engine!r}"
         )
 
@@ -513,4 +514,4 @@ def refuse_bad_status(kind: str, status: object, allowed: tuple[str, ...]) -> No
     """TRN-10: stores refuse a status outside its enumeration at write time (ValueError
     naming the allowed values), so every stored world dumps and reloads."""
     if not (isinstance(status, str) and status in allowed):
-        raise ValueError(f"{kind} status must be one of {', '.join(allowed)}; got {status!r}")
+        raise InvalidArgument(f"{kind} status must be one of {', '.join(allowed)}; got {status!r}")

@@ -21,6 +21,8 @@ import math
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Final
 
+from markertools._root import InvalidArgument, InvalidType
+
 MICROS_PER_USD: Final[int] = 1_000_000
 MAX_MICROS: Final[int] = 2**63 - 1  # what a 64-bit integer column holds
 _MICRO: Final[Decimal] = Decimal(1).scaleb(-6)
@@ -35,27 +37,27 @@ def to_micros(value: object, what: str = "amount") -> int:
     Raises TypeError for anything else (a bool included) and ValueError for NaN, an
     infinity, a negative amount or more than MAX_MICROS micro-dollars."""
     if isinstance(value, bool) or not isinstance(value, Decimal | int | float | str):
-        raise TypeError(f"{what}: expected an amount of money, got {type(value).__name__}")
+        raise InvalidType(f"{what}: expected an amount of money, got {type(value).__name__}")
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{what}: must be a finite amount, got {value!r}")
+            raise InvalidArgument(f"{what}: must be a finite amount, got {value!r}")
         exact = Decimal(repr(value))  # the text the float prints as: 0.1 is 0.1
     elif isinstance(value, str):
         try:
             exact = Decimal(value.strip())
         except InvalidOperation:
-            raise ValueError(f"{what}: {value!r} is not a decimal number") from None
+            raise InvalidArgument(f"{what}: {value!r} is not a decimal number") from None
     else:
         exact = Decimal(value)
     if not exact.is_finite():
-        raise ValueError(f"{what}: must be a finite amount, got {value!r}")
+        raise InvalidArgument(f"{what}: must be a finite amount, got {value!r}")
     if exact < 0:
-        raise ValueError(f"{what}: must not be negative, got {value!r}")
+        raise InvalidArgument(f"{what}: must not be negative, got {value!r}")
     if exact.adjusted() > 18:  # far beyond MAX_MICROS: refuse before quantizing
-        raise ValueError(f"{what}: {value!r} is too large (at most {from_micros(MAX_MICROS)})")
+        raise InvalidArgument(f"{what}: {value!r} is too large (at most {from_micros(MAX_MICROS)})")
     micros = int((exact * MICROS_PER_USD).quantize(_ONE, rounding=ROUND_HALF_EVEN))
     if micros > MAX_MICROS:
-        raise ValueError(f"{what}: {value!r} is too large (at most {from_micros(MAX_MICROS)})")
+        raise InvalidArgument(f"{what}: {value!r} is too large (at most {from_micros(MAX_MICROS)})")
     return micros
 
 
@@ -63,7 +65,7 @@ def add_micros(total: int, extra: int, what: str = "amount") -> int:
     """`total + extra` micro-dollars, or ValueError when the sum exceeds MAX_MICROS (every
     store refuses such a charge with this message, before writing)."""
     if total + extra > MAX_MICROS:
-        raise ValueError(
+        raise InvalidArgument(
             f"{what}: {from_micros(total)} + {from_micros(extra)} is too large "
             f"(at most {from_micros(MAX_MICROS)})"
         )

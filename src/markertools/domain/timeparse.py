@@ -34,6 +34,8 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
+from markertools._root import InvalidArgument
+
 MS_THRESHOLD: Final[float] = 1e11  # epoch values at or above this are milliseconds
 
 
@@ -87,7 +89,7 @@ def default_time_zone(name: str) -> Iterator[None]:
 
 def _checked(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(
+        raise InvalidArgument(
             f"time zone must be an IANA zone name such as 'Europe/Berlin', not {name!r}"
         )
     return name
@@ -111,7 +113,7 @@ def _zone(name: str) -> ZoneInfo | timezone:
             from datetime import timedelta, timezone
 
             return timezone(timedelta(hours=8), NAIVE_ZONE_NAME)
-        raise ValueError(f"unknown time zone {name!r} (not in the IANA database)") from exc
+        raise InvalidArgument(f"unknown time zone {name!r} (not in the IANA database)") from exc
 
 
 def epoch_from_number(value: float) -> float | None:

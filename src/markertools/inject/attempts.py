@@ -22,6 +22,7 @@ from typing import Final
 
 import attrs
 
+from markertools._root import InvalidArgument
 from markertools.domain.approvals import (
     ANSWERED_BY_REQUEUE,
     ApprovalRequest,
@@ -67,9 +68,9 @@ def ending_attempt(
     (a shutdown, a lost lease, an outage) - cut to one line of REASON_CHARS - instead of
     the task's own interruption reason."""
     if kind not in ATTEMPT_KINDS:
-        raise ValueError(f"attempt kind must be one of {', '.join(ATTEMPT_KINDS)}, not {kind!r}")
+        raise InvalidArgument(f"attempt kind must be one of {', '.join(ATTEMPT_KINDS)}, not {kind!r}")
     if isinstance(checkpoint_round, bool) or not isinstance(checkpoint_round, int):
-        raise ValueError(f"checkpoint_round must be an integer, not {checkpoint_round!r}")
+        raise InvalidArgument(f"checkpoint_round must be an integer, not {checkpoint_round!r}")
     return Attempt(
         task_id=task.id,
         attempt_no=task.auto_resume_count + 1,

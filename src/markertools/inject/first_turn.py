@@ -28,6 +28,7 @@ from typing import Final
 
 import attrs
 
+from markertools._root import InvalidArgument
 from markertools.domain.approvals import ApprovalRequest
 from markertools.domain.model import (
     UNFINISHED_TODO_STATUSES,
@@ -199,7 +200,7 @@ def memory_section(
     if trusted:
         return header.render(locale) + "\n" + joined
     if random is None:
-        raise ValueError("untrusted memory snippets need a random source to be framed (INJ-7)")
+        raise InvalidArgument("untrusted memory snippets need a random source to be framed (INJ-7)")
     return header.render(locale) + "\n" + frame_data(joined, header, random, locale).text
 
 

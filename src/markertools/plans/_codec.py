@@ -18,6 +18,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
+from markertools._root import InvalidArgument
 from markertools.plans._events import Event
 from markertools.plans._model import HostSettings, Proposal
 from markertools.plans._state import RunState
@@ -50,7 +51,7 @@ def _msg_arg_in(value: Any) -> MsgArg:
         return tuple(_msg_arg_in(v) for v in value["tuple"])
     if value is None or isinstance(value, str | int | float):
         return value
-    raise ValueError(f"not a message argument: {value!r}")
+    raise InvalidArgument(f"not a message argument: {value!r}")
 
 
 def _msg_out(m: Msg) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def _msg_out(m: Msg) -> dict[str, Any]:
 
 def _msg_in(value: Any, _: Any = None) -> Msg:
     if not isinstance(value, dict) or not isinstance(value.get("key"), str):
-        raise ValueError("a message needs a string 'key'")
+        raise InvalidArgument("a message needs a string 'key'")
     args = value.get("args") or {}
     return Msg(value["key"], tuple((str(k), _msg_arg_in(v)) for k, v in args.items()))
 

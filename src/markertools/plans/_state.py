@@ -15,6 +15,7 @@ from typing import Final, Literal
 
 import attrs
 
+from markertools._root import InvalidArgument
 from markertools.plans._machines import RoleStatus, RunStatus
 from markertools.plans._model import Proposal
 from markertools.plans._quota import QuotaWindow
@@ -165,7 +166,7 @@ def new_run(
     """A `ready` run: every role queued with its first instruction (seed: 所有角色首条
     指令进入队列). `max_concurrent` is the host's setting (PLN-10)."""
     if not 1 <= max_concurrent <= 3:
-        raise ValueError(f"maxConcurrent must be between 1 and 3, got {max_concurrent}")
+        raise InvalidArgument(f"maxConcurrent must be between 1 and 3, got {max_concurrent}")
     roles = tuple(RoleRun(r.name, pending_instruction=r.instruction) for r in proposal.workers)
     return RunState(
         run_id=run_id,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from markertools._root import InvalidArgument
 from markertools.text.msg import Msg, MsgArg
 
 
@@ -26,7 +27,7 @@ def _arg_in(value: Any) -> MsgArg:
         return tuple(_arg_in(v) for v in value["tuple"])
     if value is None or (isinstance(value, str | int | float) and not isinstance(value, bool)):
         return value
-    raise ValueError(f"not a message argument: {type(value).__name__}")
+    raise InvalidArgument(f"not a message argument: {type(value).__name__}")
 
 
 def msg_to_json(message: Msg) -> dict[str, Any]:
@@ -35,8 +36,8 @@ def msg_to_json(message: Msg) -> dict[str, Any]:
 
 def msg_from_json(value: Any) -> Msg:
     if not isinstance(value, dict) or not isinstance(value.get("key"), str):
-        raise ValueError("a message needs a string 'key'")
+        raise InvalidArgument("a message needs a string 'key'")
     args = value.get("args") or {}
     if not isinstance(args, dict):
-        raise ValueError("a message's 'args' must be an object")
+        raise InvalidArgument("a message's 'args' must be an object")
     return Msg(value["key"], tuple((str(k), _arg_in(v)) for k, v in args.items()))

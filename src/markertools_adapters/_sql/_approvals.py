@@ -31,6 +31,8 @@ from markertools import (
     ANSWERED_BY_REQUEUE,
     ApprovalRequest,
     ApprovalRule,
+    InvalidArgument,
+    InvalidType,
     check_request,
     check_rule,
     requeue_expiry_reason,
@@ -52,7 +54,7 @@ _ADD_TRIES: Final[int] = 8  # Rule 3
 def _strings_out(d: Dialect, stored: Any) -> tuple[str, ...]:
     data = json.loads(d.stored_text(stored))
     if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
-        raise TypeError("approvals: expected a JSON array of strings")
+        raise InvalidType("approvals: expected a JSON array of strings")
     return tuple(data)
 
 
@@ -163,7 +165,7 @@ class ApprovalMixin:
             ).fetchone()
             if task is None or d.stored_text(task[0]) != "running":
                 status = "missing" if task is None else repr(d.stored_text(task[0]))
-                raise ValueError(
+                raise InvalidArgument(
                     f"approval request for task {request.task_id!r}: the task is {status}, "
                     "not running"
                 )
@@ -172,7 +174,7 @@ class ApprovalMixin:
                 (d.bind_text(text_value(request.id, "approvals.id")),),
             ).fetchone()
             if taken is not None:
-                raise ValueError(f"approval request {request.id!r} already exists")
+                raise InvalidArgument(f"approval request {request.id!r} already exists")
             stored = attrs.evolve(request, project_id=d.stored_text(task[1]), attempt=int(task[2]))
             conn.execute(
                 d.sql(f"INSERT INTO approvals ({REQUEST_COLUMNS}) VALUES ({d.params(16)})"),
@@ -275,7 +277,7 @@ class ApprovalMixin:
         now: float,
     ) -> ApprovalRequest | None:
         if status not in ANSWERS:
-            raise ValueError(
+            raise InvalidArgument(
                 f"an answer's status must be one of {', '.join(ANSWERS)}; got {status!r}"
             )
         d = self._tables.dialect
@@ -320,7 +322,7 @@ class ApprovalMixin:
                         d.sql("SELECT 1 FROM approval_rules WHERE id = ?"), (rid,)
                     ).fetchone()
                     if taken is not None:
-                        raise ValueError(f"approval rule {rule.id!r} already exists")
+                        raise InvalidArgument(f"approval rule {rule.id!r} already exists")
                     top = conn.execute(
                         d.sql("SELECT max(position) FROM approval_rules WHERE project_id = ?"),
                         (project,),

@@ -26,7 +26,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from markertools import Automation, AutomationNameTaken, apply_claim, is_due, next_run_at
+from markertools import (
+    Automation,
+    AutomationNameTaken,
+    InvalidArgument,
+    apply_claim,
+    is_due,
+    next_run_at,
+)
 from markertools_adapters._sql._codec import RecordCodec, Tables
 from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._rows import get_by_id
@@ -113,10 +120,10 @@ class AutomationMixin:
         except StoreError as exc:
             if not codec.dialect.is_duplicate_key(exc):
                 raise
-            raise ValueError(f"automation id {automation.id!r} already exists") from exc
+            raise InvalidArgument(f"automation id {automation.id!r} already exists") from exc
         if written != 1:  # Rule 3: the partial unique index kept the other active row
             if self.get_automation(automation.id) is not None:  # the id, as in memory
-                raise ValueError(f"automation id {automation.id!r} already exists")
+                raise InvalidArgument(f"automation id {automation.id!r} already exists")
             raise AutomationNameTaken(automation.project_id, automation.name)
 
     def due_automations(self, now: float) -> tuple[Automation, ...]:

@@ -37,6 +37,8 @@ from markertools import (
     Automation,
     CostRow,
     Environment,
+    InvalidArgument,
+    InvalidType,
     Project,
     Quota,
     Task,
@@ -99,7 +101,7 @@ def record_columns(cls: type[Any], dialect: Dialect) -> tuple[Column, ...]:
     for field in attrs.fields(cls):
         annotation = _annotation(field.type)
         if annotation not in _KINDS:
-            raise TypeError(
+            raise InvalidType(
                 f"no {dialect.name} codec for {cls.__name__}.{field.name}: {annotation!r}"
             )
         kind, nullable = _KINDS[annotation]
@@ -115,12 +117,12 @@ def quote(name: str) -> str:
 def text_value(value: object, where: str) -> str:
     """`value` if it is a str a database can store (UTF-8: no lone surrogates)."""
     if not isinstance(value, str):
-        raise TypeError(f"{where}: expected a string, got {type(value).__name__}")
+        raise InvalidType(f"{where}: expected a string, got {type(value).__name__}")
     if not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise TypeError(f"{where}: text is not valid UTF-8 ({exc.reason})") from None
+            raise InvalidType(f"{where}: text is not valid UTF-8 ({exc.reason})") from None
     return value
 
 
@@ -136,14 +138,14 @@ def _encoders(dialect: Dialect) -> dict[ColumnKind, Encoder]:
 
     def integer(value: object, where: str) -> object:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{where}: expected an integer, got {type(value).__name__}")
+            raise InvalidType(f"{where}: expected an integer, got {type(value).__name__}")
         if value not in _INT64:
-            raise TypeError(f"{where}: integer {value} is outside the 64-bit range")
+            raise InvalidType(f"{where}: integer {value} is outside the 64-bit range")
         return int(value)
 
     def number(value: object, where: str) -> object:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{where}: expected a number, got {type(value).__name__}")
+            raise InvalidType(f"{where}: expected a number, got {type(value).__name__}")
         return float(value)
 
     def micros(value: object, where: str) -> object:
@@ -151,7 +153,7 @@ def _encoders(dialect: Dialect) -> dict[ColumnKind, Encoder]:
 
     def environment(value: object, where: str) -> object:
         if not isinstance(value, Environment):
-            raise TypeError(f"{where}: expected an Environment, got {type(value).__name__}")
+            raise InvalidType(f"{where}: expected an Environment, got {type(value).__name__}")
         fields = {"name": value.name, "branch": value.branch, "status": value.status}
         return dialect.json_in(
             {
@@ -233,13 +235,13 @@ class RecordCodec(Generic[R]):
         where = f"{self.table}.{name}"
         if value is None:
             if not self.by_name[name].nullable:
-                raise TypeError(f"{where}: null is not allowed")
+                raise InvalidType(f"{where}: null is not allowed")
             return None
         return self._encoders[name](value, where)
 
     def encode(self, record: R) -> tuple[object, ...]:
         if not isinstance(record, self.cls):
-            raise TypeError(f"expected a {self.cls.__name__}, got {type(record).__name__}")
+            raise InvalidType(f"expected a {self.cls.__name__}, got {type(record).__name__}")
         return tuple(self.encode_value(name, getattr(record, name)) for name in self.names)
 
     def decode(self, row: Sequence[object]) -> R:
@@ -254,7 +256,7 @@ class RecordCodec(Generic[R]):
         change (ValueError naming them, like the memory model)."""
         refused = sorted(name for name in changes if name not in self.by_name or name in self.fixed)
         if refused:
-            raise ValueError(f"{self.table} fields cannot be changed: {', '.join(refused)}")
+            raise InvalidArgument(f"{self.table} fields cannot be changed: {', '.join(refused)}")
         return [
             (self.by_name[name].sql_name, self.encode_value(name, value))
             for name, value in changes.items()

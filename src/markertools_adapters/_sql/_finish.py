@@ -38,6 +38,7 @@ from markertools import (
     Claim,
     CostRow,
     FinishedTurn,
+    InvalidType,
     Quota,
     TurnCost,
     TurnOutcome,
@@ -250,7 +251,7 @@ class FinishMixin:
     ) -> FinishedTurn:
         checked_finish(task_id, turn_id, "completed", cost, False)
         if cost is None:
-            raise TypeError("cost: expected a TurnCost or a CostRow, got None")
+            raise InvalidType("cost: expected a TurnCost or a CostRow, got None")
         digest = finish_digest("charge", None, None, cost, False)
         tasks, d = self._tables.tasks, self._tables.dialect
         tid = d.bind_text(text_value(task_id, "task_id"))

@@ -36,6 +36,7 @@ from markertools_adapters._sql._approvals import expire_for_requeue_in
 from markertools_adapters._sql._codec import Tables, text_value
 from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters._sql._rows import get_by_id
+from markertools_adapters.errors import OperationFailed
 
 
 class RecordsMixin:
@@ -141,14 +142,14 @@ class RecordsMixin:
             ),
         )
         if cursor.rowcount != 1:  # cannot happen under the write lock; stay safe
-            raise RuntimeError(f"task {task_id!r} changed during the requeue")
+            raise OperationFailed(f"task {task_id!r} changed during the requeue")
         expire_for_requeue_in(conn, d, task_id, attempt.interrupted_reason, now)  # APR-5
         kept = conn.execute(
             d.sql(f"{attempts.select_sql} WHERE task_id = ? AND attempt_no = ?"),
             (d.bind_text(task_id), attempt.attempt_no),
         ).fetchone()
         if kept is None:
-            raise RuntimeError(f"attempt {attempt.attempt_no} of {task_id!r} was not recorded")
+            raise OperationFailed(f"attempt {attempt.attempt_no} of {task_id!r} was not recorded")
         return RequeueResult(ok=True, attempt=attempts.decode(kept))
 
     def latest_attempt(self, task_id: str) -> Attempt | None:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from markertools import (
     TASK_STATUSES,
     TODO_STATUSES,
+    InvalidArgument,
     Task,
     TaskChange,
     Todo,
@@ -54,7 +55,7 @@ def insert_new(db: Database, codec: RecordCodec[R], record: R, what: str) -> Non
         if not codec.dialect.is_duplicate_key(exc):
             raise
         key = ", ".join(repr(getattr(record, name)) for name in codec.key)
-        raise ValueError(f"{what} {key} already exists") from exc
+        raise InvalidArgument(f"{what} {key} already exists") from exc
 
 
 def cas_update(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from markertools import StoredToken
+from markertools import InvalidArgument, StoredToken
 from markertools_adapters._sql._codec import Tables, text_value
 from markertools_adapters._sql._dialect import Database, Executor
 from markertools_adapters.errors import StoreError, UnknownTask
@@ -101,7 +101,7 @@ class ToolsMixin:
         except StoreError as exc:  # the primary key: as the memory store, a ValueError
             if not d.is_duplicate_key(exc):
                 raise
-            raise ValueError("a token with this hash is stored already") from exc
+            raise InvalidArgument("a token with this hash is stored already") from exc
 
     def _insert_token(self, token_hash: str, task_id: str, expires_at: float) -> bool:
         d = self._tables.dialect

@@ -37,6 +37,7 @@ from markertools import (
     Automation,
     AutomationNameTaken,
     Claim,
+    InvalidArgument,
     Project,
     Quota,
     Task,
@@ -242,7 +243,7 @@ class WorkerMixin:
     ) -> Automation | None:
         unknown = set(changes) - _AUTOMATION_CHANGES
         if unknown:
-            raise ValueError(f"cannot change automation field(s) {sorted(unknown)}")
+            raise InvalidArgument(f"cannot change automation field(s) {sorted(unknown)}")
         fields: dict[str, Any] = dict(changes)
         return self._rewrite_automation(
             automation_id, lambda a: a.status != "deleted", lambda a: attrs.evolve(a, **fields)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, Final
 
-from markertools import Automation, Followup, PermissionGrant
+from markertools import Automation, Followup, InvalidArgument, InvalidType, PermissionGrant
 from markertools_adapters._sql._automations import automation_insert_sql, automation_row
 from markertools_adapters._sql._codec import RecordCodec, Tables, text_value
 from markertools_adapters._sql._dialect import Database, Executor
@@ -67,12 +67,12 @@ def _encoded(
         if key is not None:
             k = key(record)
             if k in seen:
-                raise ValueError(f"duplicate {_describe(record)}")
+                raise InvalidArgument(f"duplicate {_describe(record)}")
             seen.add(k)
         try:
             out.append(encode(record))
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(f"{_describe(record)}: {exc}") from exc
+            raise InvalidArgument(f"{_describe(record)}: {exc}") from exc
     return out
 
 
@@ -84,7 +84,7 @@ def _check_active_names(automations: Iterable[Automation]) -> None:
             continue
         key = (automation.project_id, automation.name)
         if key in seen:
-            raise ValueError(
+            raise InvalidArgument(
                 f"{_describe(automation)}: an active automation of project "
                 f"{automation.project_id!r} is already named {automation.name!r}"
             )
@@ -100,7 +100,7 @@ def _permission_rows(tables: Tables, grants: Iterable[PermissionGrant]) -> tuple
             for value in (grant.user, grant.project, *grant.grants):
                 text_value(value, where)
         except TypeError as exc:
-            raise ValueError(str(exc)) from exc
+            raise InvalidArgument(str(exc)) from exc
         merged.setdefault((grant.user, grant.project), set()).update(grant.grants)
     t = tables.dialect.bind_text
     entries: Rows = [(t(user), t(project)) for user, project in merged]
@@ -150,7 +150,7 @@ def load_into(conn: Executor, tables: Tables, world: World) -> None:
     ]
     for table in WORLD_TABLES:
         if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None:
-            raise ValueError(
+            raise InvalidArgument(
                 f"cannot load a world into a {d.container} that already has {table}"
                 f" (a world load only fills an empty {d.container})"
             )
@@ -173,7 +173,7 @@ def _attempt(record: Any) -> Hashable:
 
 def set_now(conn: Executor, tables: Tables, now: float) -> None:
     if isinstance(now, bool) or not isinstance(now, (int, float)):
-        raise TypeError(f"now: expected a number, got {type(now).__name__}")
+        raise InvalidType(f"now: expected a number, got {type(now).__name__}")
     conn.execute(
         tables.dialect.sql(
             "INSERT INTO world_clock (id, now) VALUES (1, ?)"

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
+from markertools import InvalidArgument
 from markertools_adapters._background import Background
 from markertools_adapters._procgroups import descendant_groups
 from markertools_adapters.codex._lines import load_object
@@ -135,7 +136,7 @@ class ClaudeProcess:
         """Exec the CLI with `flag value` (a session flag), then the control protocol's
         `initialize`; its answer (the CLI's commands, models, account)."""
         if flag not in SESSION_FLAGS or not value or "\n" in value:
-            raise ValueError(f"not a session flag: {flag} {value!r}")
+            raise InvalidArgument(f"not a session flag: {flag} {value!r}")
         self.launched = True
         await self._write(f"{flag}\n{value}\n", "launch")
         return await self.request("initialize", timeout=timeout, hooks=None)

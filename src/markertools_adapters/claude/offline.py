@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from markertools_adapters.errors import BinaryNotFound
+
 FAKE_KEY: Final[str] = "sk-ant-markertools-offline-fake"
 DEAD_PROXY: Final[str] = "http://127.0.0.1:9"  # discard port: nothing listens, fails at once
 # Claude Code's switches for traffic beside the model calls (telemetry, error reports,
@@ -86,7 +88,7 @@ def native_binary(node_modules: Path | str) -> Path:
     """The native `claude` executable inside the npm install (the platform package)."""
     hits = sorted(Path(node_modules).glob("@anthropic-ai/claude-code-*/claude"))
     if not hits:
-        raise FileNotFoundError(f"no native claude binary under {node_modules}")
+        raise BinaryNotFound(f"no native claude binary under {node_modules}")
     return hits[0]
 
 

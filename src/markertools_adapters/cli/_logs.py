@@ -14,7 +14,7 @@ import sys
 import time
 from typing import IO, Final
 
-from markertools import summarize_error
+from markertools import InvalidArgument, summarize_error
 
 LOG_LEVELS: Final[tuple[str, ...]] = ("debug", "info", "warning", "error")
 ROOT: Final[str] = "markertools"
@@ -67,7 +67,7 @@ def setup_logging(
     """FLT-4: attach the stderr handler (and the JSON one) to the "markertools" logger at
     `level` (one of LOG_LEVELS); returns that logger. Calling it again replaces them."""
     if level not in LOG_LEVELS:
-        raise ValueError(f"--log-level {level}: expected one of {', '.join(LOG_LEVELS)}")
+        raise InvalidArgument(f"--log-level {level}: expected one of {', '.join(LOG_LEVELS)}")
     logger = logging.getLogger(ROOT)
     for handler in list(logger.handlers):
         if isinstance(handler, JsonLog) or getattr(handler, "_markertools_cli", False):

@@ -244,13 +244,15 @@ def run_command(
         approval_timeout=approval_timeout,
         **fields,
     )
+    reason: str | None = None
     try:
         settings.worktrees.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not os.access(settings.worktrees, os.W_OK | os.X_OK):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise UsageFailure(f"--worktrees {settings.worktrees}: cannot use it: {reason}") from None
+    if reason is None and not os.access(settings.worktrees, os.W_OK | os.X_OK):
+        reason = os.strerror(errno.EACCES)
+    if reason is not None:
+        raise UsageFailure(f"--worktrees {settings.worktrees}: cannot use it: {reason}")
     files = WorktreeFiles(settings.worktrees, settings.host, layout=LAYOUT)
     store = _open(db, files=files)
     hide_credentials(db)  # TOL-10: no password in this process's /proc cmdline / environ

@@ -33,7 +33,7 @@ from typing import Any, Final, TypeAlias
 
 from markertools_adapters._background import Background
 from markertools_adapters.codex._lines import load_object
-from markertools_adapters.errors import CodexError
+from markertools_adapters.errors import CodexError, OperationFailed
 
 Json: TypeAlias = dict[str, Any]
 _MAX_PROBLEMS: Final[int] = 100
@@ -326,7 +326,7 @@ class AppServerClient:
     async def _send(self, msg: Json) -> None:
         proc = self._proc
         if proc is None or proc.stdin is None:
-            raise RuntimeError("app-server not started")
+            raise OperationFailed("app-server not started")
         if self._exited.is_set() or proc.stdin.is_closing():
             raise AppServerExited(self.returncode, self.stderr_tail(), str(msg.get("method", "")))
         self._log("out", msg)

@@ -34,6 +34,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from markertools import InvalidArgument, InvalidType
+
 # --------------------------------------------------------------------------- replies
 
 
@@ -436,7 +438,7 @@ class FakeResponses:
                             {"type": "response.output_item.added", "output_index": 0, "item": item}
                         )
                     else:
-                        raise TypeError(f"unsupported reply {reply!r}")
+                        raise InvalidType(f"unsupported reply {reply!r}")
                     self._event(
                         {"type": "response.output_item.done", "output_index": 0, "item": item}
                     )
@@ -535,7 +537,7 @@ def read_replies(path: str) -> list[str]:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--replies {path}: cannot read it ({exc})") from None
+        raise InvalidArgument(f"--replies {path}: cannot read it ({exc})") from None
     if path.endswith(".jsonl"):
         replies: list[str] = []
         for number, line in enumerate(text.splitlines(), 1):
@@ -544,11 +546,11 @@ def read_replies(path: str) -> list[str]:
             try:
                 value = json.loads(line)
             except ValueError as exc:
-                raise ValueError(f"--replies {path} line {number}: not JSON ({exc})") from None
+                raise InvalidArgument(f"--replies {path} line {number}: not JSON ({exc})") from None
             if isinstance(value, dict) and isinstance(value.get("text"), str):
                 value = value["text"]
             if not isinstance(value, str):
-                raise ValueError(
+                raise InvalidArgument(
                     f'--replies {path} line {number}: expected a string or {{"text": ...}}'
                 )
             replies.append(value)

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from markertools_adapters.errors import BinaryNotFound
+
 TEMPLATE = Path(__file__).resolve().parents[1] / "data" / "codex-model-template.json"
 # one ModelInfo entry (gpt-5.5) from the catalog bundled in codex 0.169.0
 
@@ -43,7 +45,7 @@ def native_binary(node_modules: Path | str) -> Path:
     """The native codex executable inside the npm package (bypasses the Node wrapper)."""
     hits = sorted(Path(node_modules).glob("@openai/codex-*/vendor/*/bin/codex"))
     if not hits:
-        raise FileNotFoundError(f"no native codex binary under {node_modules}")
+        raise BinaryNotFound(f"no native codex binary under {node_modules}")
     return hits[0]
 
 

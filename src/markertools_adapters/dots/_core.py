@@ -37,7 +37,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
-from markertools import msg, summarize_error
+from markertools import InvalidArgument, msg, summarize_error
 from markertools.plans import (
     LIVE_ROLE_STATES,
     HostSettings,
@@ -105,7 +105,7 @@ def checked_settings(settings: HostSettings) -> HostSettings:
     if check.settings is None:
         issue = check.issues[0]
         field = issue.path.removeprefix("$.")
-        raise ValueError(f"host settings: {field} {issue.message.render('en')}")
+        raise InvalidArgument(f"host settings: {field} {issue.message.render('en')}")
     return settings
 
 

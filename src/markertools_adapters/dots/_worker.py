@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from markertools_adapters.codex.client import AppServerClient, AppServerError, Exited, Json
+from markertools_adapters.errors import OperationFailed
 
 APPROVAL_POLICY: Final[str] = "on-request"  # workers ask; the supervisor refuses (DOT-7)
 CLIENT_INFO: Final[Json] = {"name": "markertools-dots", "title": "markertools dots", "version": "1"}
@@ -207,7 +208,7 @@ class CodexWorker:
 
     async def start_turn(self, text: str, *, model: str | None, effort: str | None) -> str:
         if self.turn_id is not None:
-            raise RuntimeError(f"thread {self.thread_id} already has turn {self.turn_id}")
+            raise OperationFailed(f"thread {self.thread_id} already has turn {self.turn_id}")
         client = await self.ensure()
         assert self.thread_id is not None, "open_thread first"
         result = await client.turn_start(self.thread_id, text, model=model, effort=effort)

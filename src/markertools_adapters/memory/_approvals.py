@@ -19,6 +19,7 @@ from markertools import (
     ANSWERED_BY_REQUEUE,
     ApprovalRequest,
     ApprovalRule,
+    InvalidArgument,
     check_request,
     check_rule,
     requeue_expiry_reason,
@@ -59,11 +60,11 @@ class ApprovalMixin:
         check_request(request)
         with self._state.lock:  # Rule 2
             if request.id in self._state.approvals:
-                raise ValueError(f"approval request {request.id!r} already exists")
+                raise InvalidArgument(f"approval request {request.id!r} already exists")
             task = self._state.tasks.get(request.task_id)
             if task is None or task.status != "running":
                 status = "missing" if task is None else repr(task.status)
-                raise ValueError(
+                raise InvalidArgument(
                     f"approval request for task {request.task_id!r}: the task is {status}, "
                     "not running"
                 )
@@ -123,7 +124,7 @@ class ApprovalMixin:
         now: float,
     ) -> ApprovalRequest | None:
         if status not in ANSWERS:
-            raise ValueError(
+            raise InvalidArgument(
                 f"an answer's status must be one of {', '.join(ANSWERS)}; got {status!r}"
             )
         with self._state.lock:  # Rule 1
@@ -166,7 +167,7 @@ class ApprovalMixin:
         check_rule(rule)
         with self._state.lock:  # Rule 3
             if rule.id in self._state.approval_rules:
-                raise ValueError(f"approval rule {rule.id!r} already exists")
+                raise InvalidArgument(f"approval rule {rule.id!r} already exists")
             positions = [
                 r.position
                 for r in self._state.approval_rules.values()

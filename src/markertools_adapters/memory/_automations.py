@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from markertools import Automation, AutomationNameTaken, apply_claim, is_due
+from markertools import Automation, AutomationNameTaken, InvalidArgument, apply_claim, is_due
 from markertools_adapters.memory._state import MemoryState
 
 
@@ -44,7 +44,7 @@ class AutomationMixin:
     def insert_automation(self, automation: Automation) -> None:
         with self._state.lock:
             if automation.id in self._state.automations:
-                raise ValueError(f"automation id {automation.id!r} already exists")
+                raise InvalidArgument(f"automation id {automation.id!r} already exists")
             if name_clash(automation, self._state.automations.values()):
                 raise AutomationNameTaken(automation.project_id, automation.name)
             self._state.automations[automation.id] = automation

@@ -25,6 +25,7 @@ from markertools import (
     AuditRecord,
     CostRow,
     Followup,
+    InvalidArgument,
     LineageLink,
     PermissionGrant,
     Project,
@@ -86,7 +87,7 @@ class CoreMixin:
         task = created_now(task, time.time())  # FLT-5: an unset created_at is now
         with self._state.lock:
             if task.id in self._state.tasks:
-                raise ValueError(f"task {task.id!r} already exists")
+                raise InvalidArgument(f"task {task.id!r} already exists")
             self._state.tasks[task.id] = task
 
     def transition_task(
@@ -181,7 +182,7 @@ class CoreMixin:
         active_names: set[tuple[str, str]] = set()
         for a in world.automations:  # Rule 4 (AUT-3)
             if a.status == "active" and (a.project_id, a.name) in active_names:
-                raise ValueError(
+                raise InvalidArgument(
                     f"automation {a.id!r}: an active automation of project "
                     f"{a.project_id!r} is already named {a.name!r}"
                 )
@@ -196,7 +197,7 @@ class CoreMixin:
         staged.followups = list(world.followups)
         with self._state.lock:
             if self._state.tasks or self._state.projects or self._state.todos:
-                raise ValueError("load_world needs an empty store")
+                raise InvalidArgument("load_world needs an empty store")
             for field in attrs.fields(MemoryState):
                 if field.name != "lock":
                     setattr(self._state, field.name, getattr(staged, field.name))
@@ -235,5 +236,5 @@ class CoreMixin:
 def _put_unique(table: dict[K, V], items: Iterable[tuple[K, V]], what: str) -> None:
     for key, value in items:
         if key in table:
-            raise ValueError(f"duplicate {what} {key!r}")
+            raise InvalidArgument(f"duplicate {what} {key!r}")
         table[key] = value

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from markertools import TODO_STATUSES, Todo, TodoListing, refuse_bad_status
+from markertools import TODO_STATUSES, InvalidArgument, Todo, TodoListing, refuse_bad_status
 from markertools_adapters.memory._state import MemoryState, compare_and_set
 
 _UPDATABLE = frozenset(a.name for a in attrs.fields(Todo) if a.name not in {"id", "project_id"})
@@ -59,7 +59,7 @@ class TodoMixin:
         refuse_bad_status("todo", todo.status, TODO_STATUSES)
         with self._state.lock:
             if todo.id in self._state.todos:
-                raise ValueError(f"todo id {todo.id!r} already exists")
+                raise InvalidArgument(f"todo id {todo.id!r} already exists")
             self._state.todos[todo.id] = todo
 
     def update_todo(
@@ -67,7 +67,7 @@ class TodoMixin:
     ) -> Todo | None:
         unknown = sorted(set(changes) - _UPDATABLE)
         if unknown:
-            raise ValueError(f"todo fields cannot be changed: {', '.join(unknown)}")
+            raise InvalidArgument(f"todo fields cannot be changed: {', '.join(unknown)}")
         if "status" in changes:
             refuse_bad_status("todo", changes["status"], TODO_STATUSES)
         return compare_and_set(self._state, self._state.todos, todo_id, expected_status, changes)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from markertools import StoredToken
+from markertools import InvalidArgument, StoredToken
 from markertools_adapters.memory._state import MemoryState, release_held
 
 
@@ -55,7 +55,7 @@ class ToolsMixin:
             if task is None or task.status != "running":
                 return False
             if token_hash in self._state.tokens:
-                raise ValueError("a token with this hash is stored already")
+                raise InvalidArgument("a token with this hash is stored already")
             self._state.tokens[token_hash] = StoredToken(token_hash, task_id, float(expires_at))
             return True
 

@@ -34,6 +34,8 @@ from markertools import (
     Claim,
     CostRow,
     FinishedTurn,
+    InvalidArgument,
+    InvalidType,
     Lease,
     Project,
     Quota,
@@ -70,7 +72,7 @@ AUTOMATION_CHANGES: Final[frozenset[str]] = frozenset(
 def check_automation_changes(changes: Mapping[str, object]) -> None:
     unknown = set(changes) - AUTOMATION_CHANGES
     if unknown:
-        raise ValueError(f"cannot change automation field(s) {sorted(unknown)}")
+        raise InvalidArgument(f"cannot change automation field(s) {sorted(unknown)}")
 
 
 class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
@@ -226,7 +228,7 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
 
     def record_cost(self, row: CostRow) -> None:
         if not isinstance(row, CostRow):
-            raise TypeError(f"expected a CostRow, got {type(row).__name__}")
+            raise InvalidType(f"expected a CostRow, got {type(row).__name__}")
         with self._state.lock:
             if row.task_id not in self._state.tasks:
                 raise UnknownTask(row.task_id, "record_cost")
@@ -294,7 +296,7 @@ class WorkerMixin(JournalMixin):  # finish_turn runs in its atomic()
     ) -> FinishedTurn:
         checked_finish(task_id, turn_id, "completed", cost, False)
         if cost is None:
-            raise TypeError("cost: expected a TurnCost or a CostRow, got None")
+            raise InvalidType("cost: expected a TurnCost or a CostRow, got None")
         digest = finish_digest("charge", None, None, cost, False)
         state = self._state
         with state.lock, self.atomic():

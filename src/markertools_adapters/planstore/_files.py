@@ -44,6 +44,7 @@ from typing import Any, Final, NoReturn
 
 import attrs
 
+from markertools import InvalidArgument
 from markertools.plans import (
     Event,
     RunState,
@@ -170,7 +171,7 @@ def make_state_dir(root: str | os.PathLike[str]) -> Path:
 def check_run_id(run_id: str) -> str:
     """Run ids become file names: letters, digits, '.', '_', '-' (no separators)."""
     if not isinstance(run_id, str) or not _RUN_ID.match(run_id) or ".." in run_id:
-        raise ValueError(f"invalid run id {run_id!r}: use letters, digits, '.', '_' or '-'")
+        raise InvalidArgument(f"invalid run id {run_id!r}: use letters, digits, '.', '_' or '-'")
     return run_id
 
 
@@ -654,7 +655,7 @@ class PlanStore:
             for number, chunk, whole in log_lines(path):
                 try:
                     if not whole:  # no newline: the append never finished
-                        raise ValueError("torn line")
+                        raise InvalidArgument("torn line")
                     obj = json.loads(chunk)
                     if isinstance(obj, dict) and "seq" not in obj and _RAW_KINDS & obj.keys():
                         offset += len(chunk) + 1

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import attrs
 
+from markertools import InvalidArgument
 from markertools_adapters.planstore._files import (
     MAX_NOTE_BYTES,
     PlanStoreError,
@@ -160,7 +161,7 @@ def _read_note(entry: Path) -> Quarantined:
     try:
         raw = json.loads(read_regular(entry / NOTE, MAX_NOTE_BYTES))
         if not isinstance(raw, dict):
-            raise ValueError("not an object")
+            raise InvalidArgument("not an object")
         files = raw.get("files")
         return Quarantined(
             file=str(raw["file"]),

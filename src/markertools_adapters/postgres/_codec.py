@@ -21,13 +21,14 @@ from typing import Any, Final
 import psycopg
 from psycopg.types.json import Jsonb
 
+from markertools import InvalidType
 from markertools_adapters._sql import Dialect, Tables
 from markertools_adapters.postgres._text import dec, enc
 
 
 def _json_object(stored: object) -> Mapping[str, Any]:
     if not isinstance(stored, dict):
-        raise TypeError(f"environment: expected a JSON object, got {type(stored).__name__}")
+        raise InvalidType(f"environment: expected a JSON object, got {type(stored).__name__}")
     return stored
 
 

@@ -43,6 +43,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from markertools import InvalidArgument
 from markertools_adapters._sql import Statement
 from markertools_adapters.errors import BadDatabaseUrl, StoreError, StoreUnavailable
 
@@ -153,7 +154,7 @@ class Database:
 
     def __init__(self, dsn: str, *, schema: str | None, pool_size: int, name: str) -> None:
         if not isinstance(pool_size, int) or isinstance(pool_size, bool) or pool_size < 1:
-            raise ValueError(f"pool_size must be an integer >= 1, not {pool_size!r}")
+            raise InvalidArgument(f"pool_size must be an integer >= 1, not {pool_size!r}")
         self.dsn = dsn
         self.schema = schema
 

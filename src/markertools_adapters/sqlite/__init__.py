@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from markertools_adapters._sql import SchemaError, SchemaTooNew
+from markertools_adapters.errors import DatabaseExists
 from markertools_adapters.sqlite._conn import DEFAULT_BUSY_TIMEOUT
 from markertools_adapters.sqlite._schema import LATEST_VERSION
 from markertools_adapters.sqlite._store import SqliteStore
@@ -42,14 +43,14 @@ def create_store_from_world(
 ) -> SqliteStore:
     """A new database at `path` (":memory:" by default) holding `world`.
 
-    Refuses (FileExistsError) a `path` that already exists; removes the file again when
+    Refuses (DatabaseExists, a FileExistsError) a `path` that already exists; removes the file again when
     the world cannot be loaded."""
     in_memory = str(path) == ":memory:"
     if not in_memory:
         try:
             fd = os.open(str(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            raise FileExistsError(f"{path}: already exists (refusing to overwrite it)") from None
+            raise DatabaseExists(f"{path}: already exists (refusing to overwrite it)") from None
         os.close(fd)
     store: SqliteStore | None = None
     try:

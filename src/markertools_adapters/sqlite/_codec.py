@@ -20,6 +20,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from markertools import InvalidType
 from markertools_adapters._sql import Dialect, Tables, quote
 
 
@@ -30,7 +31,7 @@ def _json_text(data: Mapping[str, str | None]) -> str:
 def _json_object(stored: object) -> Mapping[str, Any]:
     data = json.loads(str(stored))
     if not isinstance(data, dict):
-        raise TypeError(f"environment: expected a JSON object, got {type(data).__name__}")
+        raise InvalidType(f"environment: expected a JSON object, got {type(data).__name__}")
     return data
 
 

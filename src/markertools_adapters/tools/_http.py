@@ -39,7 +39,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import INTERNAL_ERROR, ErrorData, JSONRPCError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from markertools import msg, summarize_error
+from markertools import InvalidArgument, msg, summarize_error
 from markertools_adapters.errors import MarkertoolsError
 from markertools_adapters.tools._request import GONE_KEY, bearer_of, token_key
 from markertools_adapters.tools.server import ToolsMcp
@@ -193,7 +193,7 @@ class HttpGate:
         idle_seconds: float = SESSION_IDLE_SECONDS,
     ) -> None:
         if isinstance(sessions_per_token, bool) or sessions_per_token < 1:
-            raise ValueError(f"sessions_per_token must be >= 1; got {sessions_per_token!r}")
+            raise InvalidArgument(f"sessions_per_token must be >= 1; got {sessions_per_token!r}")
         self.tools = tools
         self.sessions_per_token = sessions_per_token
         self.idle_seconds = idle_seconds

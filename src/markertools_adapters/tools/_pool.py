@@ -27,6 +27,8 @@ import anyio
 import anyio.to_thread
 import attrs
 
+from markertools import InvalidArgument
+
 T = TypeVar("T")
 
 DEFAULT_POOL_SIZE: Final[int] = 8
@@ -45,7 +47,7 @@ class FairPool:
 
     def __init__(self, size: int = DEFAULT_POOL_SIZE) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"size must be an integer >= 1; got {size!r}")
+            raise InvalidArgument(f"size must be an integer >= 1; got {size!r}")
         self.size = size
         self.busy = 0  # jobs running (tests, bench)
         self._queue: list[tuple[float, int, _Ticket]] = []

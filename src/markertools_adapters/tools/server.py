@@ -50,6 +50,7 @@ from markertools import (
     CallResult,
     CallWait,
     Claim,
+    InvalidArgument,
     LeaseLost,
     Ports,
     TaskTokenStore,
@@ -134,15 +135,15 @@ class ToolsMcp:
         claim_of: Callable[[str], Claim | None] | None = None,
     ) -> None:
         if locale not in ("en", "zh"):
-            raise ValueError(f"locale must be en or zh; got {locale!r}")
+            raise InvalidArgument(f"locale must be en or zh; got {locale!r}")
         if isinstance(max_wait_ms, bool) or not isinstance(max_wait_ms, int) or max_wait_ms < 0:
-            raise ValueError(f"max_wait_ms must be an integer >= 0; got {max_wait_ms!r}")
+            raise InvalidArgument(f"max_wait_ms must be an integer >= 0; got {max_wait_ms!r}")
         if (
             isinstance(max_calls_per_token, bool)
             or not isinstance(max_calls_per_token, int)
             or max_calls_per_token < 1
         ):
-            raise ValueError(
+            raise InvalidArgument(
                 f"max_calls_per_token must be an integer >= 1; got {max_calls_per_token!r}"
             )
         self.store = store

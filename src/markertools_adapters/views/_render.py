@@ -25,6 +25,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 
 import markertools
+from markertools import InvalidArgument
 from markertools_adapters.views._fleet import MAX_DIRECT_CHILDREN, MAX_GENERATION, FleetModel
 from markertools_adapters.views._run import (
     AXIS_HEIGHT,
@@ -93,7 +94,7 @@ def asset(name: str) -> str:
     lowered = text.lower()
     for closer in _CLOSERS:
         if closer in lowered:
-            raise ValueError(f"views asset {name} holds {closer!r}; it cannot be inlined")
+            raise InvalidArgument(f"views asset {name} holds {closer!r}; it cannot be inlined")
     return text
 
 

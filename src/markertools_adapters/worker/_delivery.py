@@ -27,6 +27,7 @@ from markertools import (
     msg,
     recover_pending_turns,
 )
+from markertools_adapters.errors import OperationFailed
 from markertools_adapters.first_turn import first_turn_prompt
 from markertools_adapters.worker._base import RunBase
 from markertools_adapters.worker._waiting import DeliveryWaiter
@@ -154,7 +155,7 @@ class RunDelivery(RunBase):
             await self.engine.start()
             await self._record_group()
             if await self._open(self.thread_id) is None:
-                raise RuntimeError(f"session {self.thread_id} could not be resumed after waiting")
+                raise OperationFailed(f"session {self.thread_id} could not be resumed after waiting")
 
     async def _recover_pending(self) -> tuple[str, ...]:
         """FLT-2: complete the turns an earlier attempt left half-delivered, first; their

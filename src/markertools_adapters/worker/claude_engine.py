@@ -26,7 +26,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Final
 
-from markertools import TurnCost
+from markertools import InvalidArgument, TurnCost
 from markertools_adapters.claude._mcp import SdkMcpServer
 from markertools_adapters.claude.client import ClaudeProcess
 from markertools_adapters.claude.transcript import (
@@ -35,6 +35,7 @@ from markertools_adapters.claude.transcript import (
     session_file,
 )
 from markertools_adapters.codex import MESSAGE_SEPARATOR
+from markertools_adapters.errors import OperationFailed
 from markertools_adapters.worker._claude_requests import engine_request, tool_prefix
 from markertools_adapters.worker.engine import TOOLS_SERVER, EngineEvents, TaskTools, TurnEnd
 from markertools_adapters.worker.settings import TokenUsage, WorkerSettings
@@ -211,7 +212,7 @@ class ClaudeEngine:
 
     async def start_turn(self, text: str) -> str:
         if self.process is None or self.session is None:
-            raise RuntimeError("claude has no open session")
+            raise OperationFailed("claude has no open session")
         turn_id = str(uuid.uuid4())
         self._live, self._ours, self._interrupted = turn_id, False, False
         self._texts, self._usage = [], {}
@@ -340,7 +341,7 @@ class ClaudeEngine:
         subtype = request.get("subtype")
         if subtype == "mcp_message":
             if self.server is None or request.get("server_name") != TOOLS_SERVER:
-                raise ValueError(f"no MCP server {str(request.get('server_name'))[:80]!r} here")
+                raise InvalidArgument(f"no MCP server {str(request.get('server_name'))[:80]!r} here")
             answer = await self.server.handle(request.get("message"))
             return {
                 "mcp_response": answer if answer is not None else {"jsonrpc": "2.0", "result": {}}
@@ -354,7 +355,7 @@ class ClaudeEngine:
             if verdict.approved:
                 return {"behavior": "allow", "updatedInput": body}
             return {"behavior": "deny", "message": verdict.message or DECLINED}
-        raise ValueError(f"the markertools worker host does not answer {str(subtype)[:80]}")
+        raise InvalidArgument(f"the markertools worker host does not answer {str(subtype)[:80]}")
 
     def _tools_ready(self) -> None:
         if not self._tools_state.is_set():

@@ -15,7 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import Final
 
-from markertools import task_id_component_problem
+from markertools import InvalidArgument, task_id_component_problem
+from markertools_adapters.errors import WorktreeFailed
 
 LAYOUT: Final[str] = "{host}/{task_id}"  # the WorktreeFiles template of the host's dirs
 _GIT_TIMEOUT: Final[float] = 60.0
@@ -27,7 +28,7 @@ def task_dir(root: Path, host: str, task_id: str) -> Path:
     for label, value in (("host", host), ("task id", task_id)):
         problem = task_id_component_problem(value)
         if problem is not None:
-            raise ValueError(f"{label} {value!r} cannot name a directory: {problem}")
+            raise InvalidArgument(f"{label} {value!r} cannot name a directory: {problem}")
     return root / host / task_id
 
 
@@ -45,12 +46,12 @@ def local_repo(repo_url: str | None) -> Path | None:
 def _no_link(path: Path, what: str) -> None:
     """Refuse a symbolic link (or anything but a directory) where a directory belongs."""
     if path.is_symlink():
-        raise ValueError(
+        raise InvalidArgument(
             f"{what} {path} is a symbolic link (to {os.readlink(path)}): refused - a task's"
             " directory is never reached through a link; remove it"
         )
     if path.exists() and not path.is_dir():
-        raise ValueError(f"{what} {path} exists and is not a directory: refused")
+        raise InvalidArgument(f"{what} {path} exists and is not a directory: refused")
 
 
 def prepare_task_dir(root: Path, host: str, task_id: str, repo: Path | None) -> Path:
@@ -76,7 +77,7 @@ def prepare_task_dir(root: Path, host: str, task_id: str, repo: Path | None) -> 
         argv += [str(path), branch] if exists.returncode == 0 else ["-b", branch, str(path)]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=_GIT_TIMEOUT)
         if done.returncode != 0:
-            raise OSError(f"git worktree add failed: {done.stderr.strip()[:300]}")
+            raise WorktreeFailed(f"git worktree add failed: {done.stderr.strip()[:300]}")
     _no_link(path, "the task directory")
     path.mkdir(mode=0o700, exist_ok=True)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # the link-free one
@@ -86,5 +87,5 @@ def prepare_task_dir(root: Path, host: str, task_id: str, repo: Path | None) -> 
         os.close(fd)
     real_root = os.path.realpath(base)
     if os.path.commonpath([os.path.realpath(path), real_root]) != real_root:
-        raise ValueError(f"the task directory {path} resolves outside the root {base}: refused")
+        raise InvalidArgument(f"the task directory {path} resolves outside the root {base}: refused")
     return path

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from markertools import (
     Claim,
+    InvalidArgument,
     LeaseLost,
     StartKind,
     TaskChange,
@@ -216,7 +217,7 @@ class TaskRun(RunDelivery, RunEnds, RunApprovals):
         name = self._engine_name()
         engine = ENGINE_CLASSES.get(name)
         if engine is None:
-            raise ValueError(f"engine {name!r} is not one of {', '.join(ENGINE_CLASSES)}")
+            raise InvalidArgument(f"engine {name!r} is not one of {', '.join(ENGINE_CLASSES)}")
         return engine(
             self.host.settings,
             directory=self._directory,

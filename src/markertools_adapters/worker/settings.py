@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Final
 
-from markertools import TurnCost
+from markertools import InvalidArgument, TurnCost
 
 MAX_CONCURRENT_RANGE: Final[tuple[int, int]] = (1, 16)
 ENGINE_NAMES: Final[tuple[str, ...]] = ("codex", "claude-code")  # ENG-1
@@ -84,30 +84,30 @@ class PriceTable:
         try:
             raw = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise ValueError(f"price file {str(path)!r}: {exc}") from None
+            raise InvalidArgument(f"price file {str(path)!r}: {exc}") from None
         return cls.from_json(raw, str(path))
 
     @classmethod
     def from_json(cls, raw: object, label: str = "prices") -> PriceTable:
         if not isinstance(raw, dict):
-            raise ValueError(f"{label}: expected an object of models")
+            raise InvalidArgument(f"{label}: expected an object of models")
         models: dict[str, dict[str, Decimal]] = {}
         for model, prices in raw.items():
             if not isinstance(prices, dict):
-                raise ValueError(f"{label}: {model}: expected an object of prices")
+                raise InvalidArgument(f"{label}: {model}: expected an object of prices")
             row: dict[str, Decimal] = {}
             for key, value in prices.items():
                 if key not in _PRICE_KEYS:
-                    raise ValueError(f"{label}: {model}: unknown price {key!r}")
+                    raise InvalidArgument(f"{label}: {model}: unknown price {key!r}")
                 try:
                     amount = Decimal(str(value))
                 except InvalidOperation:
-                    raise ValueError(f"{label}: {model}.{key}: not a number") from None
+                    raise InvalidArgument(f"{label}: {model}.{key}: not a number") from None
                 if isinstance(value, bool) or not amount.is_finite() or amount < 0:
-                    raise ValueError(f"{label}: {model}.{key}: not a price")
+                    raise InvalidArgument(f"{label}: {model}.{key}: not a price")
                 row[key] = amount
             if "input" not in row or "output" not in row:
-                raise ValueError(f"{label}: {model}: needs input and output prices")
+                raise InvalidArgument(f"{label}: {model}: needs input and output prices")
             models[str(model)] = row
         return cls(models)
 
@@ -173,27 +173,27 @@ class WorkerSettings:
     def __post_init__(self) -> None:
         low, high = MAX_CONCURRENT_RANGE
         if not low <= self.max_concurrent <= high:
-            raise ValueError(f"max_concurrent must be {low}-{high}, got {self.max_concurrent}")
+            raise InvalidArgument(f"max_concurrent must be {low}-{high}, got {self.max_concurrent}")
         if self.lease_seconds <= 0:
-            raise ValueError("lease_seconds must be positive")
+            raise InvalidArgument("lease_seconds must be positive")
         if self.max_goal_rounds < 1:
-            raise ValueError("max_goal_rounds must be at least 1")
+            raise InvalidArgument("max_goal_rounds must be at least 1")
         if self.engine not in ENGINE_NAMES:
-            raise ValueError(
+            raise InvalidArgument(
                 f"engine must be one of {', '.join(ENGINE_NAMES)}, got {self.engine!r}"
             )
         if self.approvals not in APPROVAL_MODES:
-            raise ValueError(
+            raise InvalidArgument(
                 f"approvals must be one of {', '.join(APPROVAL_MODES)}, got {self.approvals!r}"
             )
         if not 0 < self.approval_timeout < float("inf"):
-            raise ValueError(
+            raise InvalidArgument(
                 f"approval_timeout must be a positive number of seconds, got {self.approval_timeout!r}"
             )
         if self.max_waiting < 0:
-            raise ValueError("max_waiting must be 0 or more")
+            raise InvalidArgument("max_waiting must be 0 or more")
         if self.store_outage_seconds < 0:
-            raise ValueError("store_outage_seconds must be 0 or more")
+            raise InvalidArgument("store_outage_seconds must be 0 or more")
 
     def child_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment of a task's agent process (TOL-10): this process's (or

@@ -17,6 +17,7 @@ from typing import Final
 
 import attrs
 
+from markertools._root import InvalidType
 from markertools.deliver.context import (
     Handler,
     HandlerTable,
@@ -170,7 +171,7 @@ def _kill(ctx: TurnContext, task: Task) -> Msg:
         signalled = getattr(killed, "signalled", None)
         raw_detail = getattr(killed, "detail", None)
         if not isinstance(signalled, bool) or not isinstance(raw_detail, str):
-            raise TypeError(f"the executor answered {type(killed).__name__}, not a KillResult")
+            raise InvalidType(f"the executor answered {type(killed).__name__}, not a KillResult")
     except Exception as exc:
         return msg("tasks.kill_failed", error=summarize_error(exc))
     detail = " ".join(raw_detail.split())[:300]
