@@ -57,6 +57,7 @@
 #           `cmark_parse_reference_inline` (while the rest starts with "[") stops.
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from typing import Any, Final
 
@@ -64,6 +65,8 @@ Rule = Callable[[Any, int, int, bool], bool]
 
 _STACK: Final = "markertools.containers"  # env key: content columns of open containers
 _LAZY: Final = "markertools.lazy"  # env key: line -> indentation of a quote's lazy line
+_FACTS: Final = "markertools.facts"  # env key: what the text holds (`_holds`)
+_PATCHED: Final = "markertools.patched"  # env key: a list rule patched state.isEmpty
 _MAX_LABEL_BYTES: Final = 1000
 _PUNCT: Final = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _SPACE: Final = " \t\n\r"  # cmark_isspace
@@ -266,24 +269,35 @@ def _outdented_indent(state: Any, line: int) -> int:
     return columns - base
 
 
-def _is_lazy(state: Any, line: int) -> bool:
-    """A silent check from a paragraph on an outdented line, or from a block quote on a
-    line without ">" (the quote's lazy-line test)."""
-    return bool(state.sCount[line] < state.blkIndent or state.parentType == "blockquote")
+def _record_lazy(state: Any, line: int) -> None:
+    """D8: the indentation a quote's lazy line keeps in cmark-gfm's paragraph text (read
+    before the quote marks the line lazy, sCount -1)."""
+    columns = state.sCount[line]
+    if columns >= 0:
+        outdented = _outdented_indent(state, line)
+        lead = outdented if outdented >= 0 else columns - state.blkIndent
+        state.env.setdefault(_LAZY, {})[line] = lead
 
 
-def _wrap_terminator(name: str, rule: Rule, d4: bool, d5: bool) -> Rule:
+def _wrap_terminator(name: str, rule: Rule, d4: bool, d5: bool, d8: bool) -> Rule:
     html7: Any = None
     if name == "html_block" and d5:
         from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
         html7 = HTML_SEQUENCES[-1][0]
+    record = d8 and name == "fence"  # the first rule a quote's lazy-line test asks
 
     def following_cmark(state: Any, start: int, end: int, silent: bool) -> bool:
-        if silent:
+        if record and silent and state.parentType == "blockquote":
+            _record_lazy(state, start)
+        # only silent checks of lazy lines differ (block starts are never outdented)
+        if silent and (
+            state.sCount[start] < state.blkIndent
+            or (html7 is not None and state.parentType == "blockquote")
+        ):
             if d4 and (state.sCount[start] < 0 or _outdented_indent(state, start) >= 4):
                 return False  # D4 (a line an outer quote found lazy starts nothing)
-            if html7 is not None and _is_lazy(state, start) and not state.is_code_block(start):
+            if html7 is not None and not state.is_code_block(start):
                 pos = state.bMarks[start] + state.tShift[start]
                 text = state.src[pos : state.eMarks[start]]
                 if text.startswith("<") and html7.search(text):  # D5
@@ -295,19 +309,52 @@ def _wrap_terminator(name: str, rule: Rule, d4: bool, d5: bool) -> Rule:
 
 # ---- block quotes (D6, D8) and empty list items (D7) ----------------------------------
 
+# Over-approximations, searched once per parse (both start with a literal, so re finds
+# candidates at C speed), that let the wrappers below step aside: a ">" after 4+ columns
+# of blanks (D6: the last four characters before it are spaces, or one is a tab); a
+# blank line of 2+ columns of blanks after a line ending in a list marker (D7: an
+# item's content is at least 2 columns in).
+_INDENTED_MARKER: Final = re.compile(
+    r">(?:(?<=    >)|(?<=\t>)|(?<=\t >)|(?<=\t  >)|(?<=\t   >))"
+)
+_WIDE_BLANK_LINE: Final = re.compile(r"\n[ \t>]*(?:\t|  )[ \t>]*(?=\n|\Z)")
+
+
+def _empty_item_line(src: str) -> bool:
+    for found in _WIDE_BLANK_LINE.finditer(src):
+        end = found.start()
+        before = src[src.rfind("\n", 0, end) + 1 : end].rstrip(" \t")
+        if before.endswith(("-", "+", "*")) or (
+            before[-1:] in (".", ")") and before[-2:-1].isdigit()
+        ):
+            return True
+    return False
+
+
+def _holds(state: Any, fact: str) -> bool:
+    """Whether the parsed text may hold D6's or D7's construct (found once per parse)."""
+    known: dict[str, bool] = state.env.setdefault(_FACTS, {})
+    found = known.get(fact)
+    if found is None:
+        if fact == "D6":
+            found = _INDENTED_MARKER.search(state.src) is not None
+        else:
+            found = _empty_item_line(state.src)
+        known[fact] = found
+    return found
+
 
 def _after_marker_empty(state: Any, line: int) -> bool:
     pos = state.bMarks[line] + state.tShift[line] + 1
     return not state.src[pos : state.eMarks[line]].strip(" \t")
 
 
-def _quote_lines(state: Any, start: int, end: int, d7: bool) -> list[int]:
+def _quote_lines(state: Any, start: int, end: int) -> list[int]:
     """Walk the lines markdown-it's blockquote rule will take for the quote opened on
     `start`, as it does (same tests, same terminators), and return the `>` lines
     indented 4+ columns past the container's content (D6: not quote lines, so lazy
-    lines or the quote's end). Records every lazy line's indentation for D8."""
+    lines or the quote's end), recording their indentation for D8."""
     demoted: list[int] = []
-    lazy: dict[int, int] = state.env.setdefault(_LAZY, {})
     terminators = state.md.block.ruler.getRules("blockquote")
     parent = state.parentType
     state.parentType = "blockquote"
@@ -320,29 +367,30 @@ def _quote_lines(state: Any, start: int, end: int, d7: bool) -> list[int]:
                 break
             columns = state.sCount[line]
             quoted = state.src[pos] == ">" and columns >= state.blkIndent
-            if quoted and (columns - state.blkIndent < 4 or not d7):
+            if quoted and columns - state.blkIndent < 4:
                 last_empty = _after_marker_empty(state, line)
                 line += 1
                 continue
             if quoted:
                 demoted.append(line)  # no terminator fires on a line indented 4+
+                _record_lazy(state, line)
             if last_empty:
                 break
             if not quoted and any(rule(state, line, end, True) for rule in terminators):
                 break
-            outdented = _outdented_indent(state, line)
-            lazy[line] = outdented if outdented >= 0 else max(columns - state.blkIndent, 0)
             line += 1
     finally:
         state.parentType = parent
     return demoted
 
 
-def _wrap_blockquote(rule: Rule, d7: bool) -> Rule:
+def _wrap_blockquote(rule: Rule) -> Rule:
     def blockquote_following_cmark(state: Any, start: int, end: int, silent: bool) -> bool:
         if silent or state.is_code_block(start):
             return rule(state, start, end, silent)
-        demoted = _quote_lines(state, start, end, d7)
+        if not _holds(state, "D6"):
+            return rule(state, start, end, silent)
+        demoted = _quote_lines(state, start, end)
         saved = [state.sCount[k] for k in demoted]
         for k in demoted:
             state.sCount[k] = -1  # read as a lazy line (D4 then declines every terminator)
@@ -357,8 +405,8 @@ def _wrap_blockquote(rule: Rule, d7: bool) -> Rule:
 
 def _wrap_list(rule: Rule) -> Rule:
     def list_following_cmark(state: Any, start: int, end: int, silent: bool) -> bool:
-        if silent or "isEmpty" in vars(state):  # (an outer list already patched it)
-            return rule(state, start, end, silent)
+        if silent or not _holds(state, "D7") or state.env.get(_PATCHED):
+            return rule(state, start, end, silent)  # (an outer list may have patched it)
         is_empty: Callable[[int], bool] = state.isEmpty
 
         def empty_unless_item_continues(line: int) -> bool:
@@ -384,10 +432,12 @@ def _wrap_list(rule: Rule) -> Rule:
             return bool(k >= state.lineMax or state.sCount[k] < state.blkIndent)
 
         state.isEmpty = empty_unless_item_continues
+        state.env[_PATCHED] = True
         try:
             return rule(state, start, end, silent)
         finally:
             del state.isEmpty
+            state.env[_PATCHED] = False
 
     return list_following_cmark
 
@@ -421,19 +471,21 @@ def _no_child_yet(state: Any) -> bool:
     return k >= 0 and tokens[k].type == "list_item_open"
 
 
-def _paragraph_rule(d2: bool, d3: bool, d8: bool) -> Rule:
+def _paragraph_rule(d2: bool, d3: bool, d8: bool, plain: list[Rule]) -> Rule:
     def paragraph(state: Any, start: int, end: int, silent: bool) -> bool:
-        return _paragraph(state, start, d2, d3, d8)
+        return _paragraph(state, start, d2, d3, d8, plain)
 
     return paragraph
 
 
-def _paragraph(state: Any, start: int, d2: bool, d3: bool, d8: bool) -> bool:
-    """markdown-it's lheading and paragraph rules in one, with D2 and D3."""
+def _paragraph(state: Any, start: int, d2: bool, d3: bool, d8: bool, plain: list[Rule]) -> bool:
+    """markdown-it's lheading and paragraph rules in one, with D2 and D3. A line that
+    reaches the container's content meets the terminators unwrapped (`plain`: D4, D5
+    only concern outdented lines), so most paragraphs pay nothing for the wrappers."""
     if state.is_code_block(start):
         return False
     end = state.lineMax
-    terminators = state.md.block.ruler.getRules("paragraph")
+    wrapped = state.md.block.ruler.getRules("paragraph")
     parent = state.parentType
     state.parentType = "paragraph"
     first = (d2 or d3) and state.src.startswith("[", state.bMarks[start] + state.tShift[start])
@@ -466,7 +518,12 @@ def _paragraph(state: Any, start: int, d2: bool, d3: bool, d8: bool) -> bool:
         if state.sCount[line] < 0:
             line += 1
             continue
-        if any(rule(state, line, end, True) for rule in terminators):
+        terminate = False
+        for rule in wrapped if state.sCount[line] < state.blkIndent else plain:
+            if rule(state, line, end, True):
+                terminate = True
+                break
+        if terminate:
             break
         line += 1
     state.parentType = parent
@@ -517,14 +574,15 @@ def install(md: Any, differences: Collection[str] = DIFFERENCES) -> None:
         ruler.disable("reference")
     d2, d3, d4, d5, d6, d7, d8 = (f"D{k}" in differences for k in range(2, 9))
     if d2 or d3:
-        ruler.at("lheading", _paragraph_rule(d2, d3, d8))
-    if d4 or d5:
+        plain = [r.fn for r in ruler.__rules__ if r.enabled and "paragraph" in r.alt]
+        ruler.at("lheading", _paragraph_rule(d2, d3, d8, plain))
+    if d4 or d5 or d8:
         for rule in ruler.__rules__:
             if rule.name in _TERMINATORS:
-                rule.fn = _wrap_terminator(rule.name, rule.fn, d4, d5)
+                rule.fn = _wrap_terminator(rule.name, rule.fn, d4, d5, d8)
     for rule in ruler.__rules__:
-        if rule.name == "blockquote" and (d6 or d8):
-            rule.fn = _wrap_blockquote(rule.fn, d6)
+        if rule.name == "blockquote" and d6:
+            rule.fn = _wrap_blockquote(rule.fn)
         if rule.name == "list" and d7:
             rule.fn = _wrap_list(rule.fn)
     ruler.__cache__ = None
