@@ -258,9 +258,10 @@ class Verdict:
 
     @property
     def markdown_it_documented(self) -> bool:
-        """A difference from markdown-it-py where markertools follows cmark-gfm, explained
-        by at least one of the documented overrides (left out, the answer changes)."""
-        return self.cmark_agrees and bool(self.explained_by)
+        """A difference from markdown-it-py where markertools follows cmark-gfm (up to the
+        nesting limit), explained by at least one of the documented overrides (left
+        out, the answer changes)."""
+        return (self.cmark_agrees or self.cmark_documented) and bool(self.explained_by)
 
     def problems(self) -> list[str]:
         """Every undocumented disagreement, as a message naming the texts."""
