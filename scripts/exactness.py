@@ -64,7 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[int] = []
     started = time.monotonic()
     for seed in range(args.seed, args.seed + args.docs):
-        verdict = compare(random_document(seed))
+        try:
+            verdict = compare(random_document(seed))
+        except Exception as exc:  # EXT-6: extraction never raises; say which document did
+            counts["RAISED"] += 1
+            failures.append(seed)
+            print(f"seed {seed}: {type(exc).__name__}: {exc}", flush=True)
+            continue
         counts["documents"] += 1
         counts["blocks"] += len(verdict.ours)
         if verdict.cmark_exact:
@@ -92,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     for key in sorted(counts):
         print(f"  {key}: {counts[key]}")
     for seed in failures[:10]:
+        if counts["RAISED"]:
+            break  # the seeds are printed above; reducing would raise again
         print(f"\nseed {seed}, reduced:")
         print("\n".join(compare(shrink(random_document(seed))).problems()))
     return 1 if failures else 0

@@ -206,6 +206,7 @@ def test_within_two_edits_is_a_near_miss(name: str, data: st.DataObject) -> None
 @example("\ud800```task-list\n\x00{}\n```")
 @example("`" * 5000)
 @example("```task-create\n" * 300)
+@example("- a\n  - ```task-list\n>+\n>   <!t\n>")  # markdown-it-py raised IndexError here
 def test_extraction_never_raises_on_any_text(text: str) -> None:
     blocks = extract_blocks(text)
     assert all(isinstance(b, RawBlock) for b in blocks)

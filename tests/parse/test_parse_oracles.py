@@ -1,7 +1,7 @@
 """Extraction follows the CommonMark reference implementations (issue 41; docs/parse.md,
 "Where the references differ"): on generated documents markertools runs exactly the
 blocks cmark-gfm (GitHub's renderer) shows, and differs from markdown-it-py only where
-one of the documented overrides D1-D8 (`markertools.parse.cmarkrules`) makes it follow
+one of the documented overrides D1-D9 (`markertools.parse.cmarkrules`) makes it follow
 cmark-gfm. The smallest text of each difference is a golden case below, with the HTML
 cmark-gfm renders for it. `make exactness` runs the same check on 200,000 documents."""
 
@@ -111,6 +111,7 @@ SMALLEST = [
     ("D6", "9.\n   >\n       >a\nb\n\t```task-list\n\t{}\n\t```\n", [], [5], ["D6"]),
     ("D7", "*\n  \n\t```task-list\n\t{}\n\t```\n", [3], [], ["D7"]),
     ("D8", "1. [f]: /u\n [b]: /v\n\n\n    ```task-list\n    {}\n    ```\n", [5], [], ["D1", "D8"]),
+    ("D9", "- >>  > \th\nn\n    ```task-list\n    {}\n    ```\n", [], [3], ["D9"]),
 ]
 
 

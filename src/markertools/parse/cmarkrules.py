@@ -39,6 +39,12 @@
 #      paragraph text, so a definition on it does not count as one for D2 and D3
 #      (commonmark.js strips it). Override: `_paragraph_text` (block quotes record the
 #      indentation of their lazy lines).
+#   D9 Tab stops after a block quote marker inside another block quote count from the
+#      real line start (markdown-it forgets the outer quote's columns, so a tab after
+#      the inner ">" may give 3 columns instead of 4). `- >>  > \th`, `n`, a 4-space
+#      indented fence: indented code `h`, then a paragraph; markdown-it: a paragraph,
+#      then the block. Override: `tokenize`, when a quote calls it, recounts the quote
+#      lines' bsCount.
 #   Container columns for D4 and D8 come from `tokenize`, wrapped to keep a stack of
 #   the open containers' content columns in the parse's env.
 #
@@ -49,10 +55,11 @@
 # stack is at most markdown-it's nesting limit deep).
 #
 # Invariants:
-#   Rule 1: without D1-D8's constructs (a paragraph starting with "[", an outdented
+#   Rule 1: without D1-D9's constructs (a paragraph starting with "[", an outdented
 #           lazy line, a type-7 start on a lazy line, an indented ">" line in a quote,
-#           an empty list item followed by a blank line), the tokens are markdown-it's:
-#           every override defers to the original rule.
+#           an empty list item followed by a blank line, a tab after a nested quote
+#           marker), the tokens are markdown-it's: every override defers to the
+#           original rule.
 #   Rule 2: `definitions_end(s)` is where cmark-gfm's loop over
 #           `cmark_parse_reference_inline` (while the rest starts with "[") stops.
 from __future__ import annotations
@@ -240,17 +247,39 @@ def _only_definitions(state: Any, start: int, end: int, d8: bool) -> bool:
 # ---- container depths (D4, D5) ------------------------------------------------------
 
 
-def _wrap_tokenize(tokenize: Callable[[Any, int, int], None]) -> Callable[[Any, int, int], None]:
+def _wrap_tokenize(
+    tokenize: Callable[[Any, int, int], None], d9: bool
+) -> Callable[[Any, int, int], None]:
     def tracking_tokenize(state: Any, start: int, end: int) -> None:
         stack: list[int] = state.env.setdefault(_STACK, [])
         kind = state.parentType
         stack.append(state.blkIndent if kind == "list" else _QUOTE)
+        if d9 and kind == "blockquote":
+            _real_columns(state, start, end)
         try:
             tokenize(state, start, end)
         finally:
             stack.pop()
 
     return tracking_tokenize
+
+
+def _real_columns(state: Any, start: int, end: int) -> None:
+    """D9: a block quote sets each of its lines' bsCount (the columns between the real
+    line start and the line's new start, for tab stops) to the columns it consumed, so
+    a quote inside a quote forgets the outer one's: count them from the real line start
+    (plus the column of a tab right after ">" that the quote half consumed)."""
+    src = state.src
+    for k in range(start, end):
+        if state.sCount[k] < 0:
+            continue  # a lazy line: not rewritten
+        begin = state.bMarks[k]
+        column = 0
+        for c in src[src.rfind("\n", 0, begin) + 1 : begin]:
+            column = column + 4 - column % 4 if c == "\t" else column + 1
+        if src.startswith("\t", begin) and src.startswith(">", begin - 1):
+            column += 1
+        state.bsCount[k] = column
 
 
 def _outdented_indent(state: Any, line: int) -> int:
@@ -562,7 +591,7 @@ def _paragraph(state: Any, start: int, d2: bool, d3: bool, d8: bool, plain: list
     return True
 
 
-DIFFERENCES: Final = frozenset({"D1", "D2", "D3", "D4", "D5", "D6", "D7", "D8"})
+DIFFERENCES: Final = frozenset({"D1", "D2", "D3", "D4", "D5", "D6", "D7", "D8", "D9"})
 
 
 def install(md: Any, differences: Collection[str] = DIFFERENCES) -> None:
@@ -572,7 +601,7 @@ def install(md: Any, differences: Collection[str] = DIFFERENCES) -> None:
     ruler = md.block.ruler
     if "D1" in differences:
         ruler.disable("reference")
-    d2, d3, d4, d5, d6, d7, d8 = (f"D{k}" in differences for k in range(2, 9))
+    d2, d3, d4, d5, d6, d7, d8, d9 = (f"D{k}" in differences for k in range(2, 10))
     if d2 or d3:
         plain = [r.fn for r in ruler.__rules__ if r.enabled and "paragraph" in r.alt]
         ruler.at("lheading", _paragraph_rule(d2, d3, d8, plain))
@@ -586,5 +615,5 @@ def install(md: Any, differences: Collection[str] = DIFFERENCES) -> None:
         if rule.name == "list" and d7:
             rule.fn = _wrap_list(rule.fn)
     ruler.__cache__ = None
-    if d4 or d8:
-        md.block.tokenize = _wrap_tokenize(md.block.tokenize)
+    if d4 or d8 or d9:
+        md.block.tokenize = _wrap_tokenize(md.block.tokenize, d9)

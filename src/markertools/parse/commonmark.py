@@ -19,6 +19,10 @@
 #           markdown-it: no top-level fence or HTML block runs into the region's end,
 #           and no container nesting reached markdown-it's nesting limit (past which
 #           markdown-it drops the rest of the document).
+#   Rule 4: a region is parsed with a final line break (the same blocks and lines):
+#           without one, markdown-it-py 4.3 reads past the end of the text in
+#           `StateBlock.getLines` when the last line is a block quote's empty line
+#           under an HTML start (`>+`, `>   <!t`, `>`: IndexError).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
@@ -111,8 +115,10 @@ def block_tokens(src: str, md: Any = None) -> list[Any]:
 def parse_region(src: str, md: Any = None) -> RegionResult:
     """The unquoted fences of a region, and whether its end is safe (Rule 3)."""
     md = md or parser()
-    tokens = block_tokens(src, md)
     line_count = src.count("\n") + (0 if src.endswith("\n") or not src else 1)
+    if src and not src.endswith("\n"):
+        src += "\n"  # Rule 4
+    tokens = block_tokens(src, md)
     limit = int(md.options.get("maxNesting", 20))
     fences: list[FenceToken] = []
     quote_depth = 0

@@ -20,8 +20,9 @@ zero, one or two separator lines, so every block also appears where it would int
   far or too short, or through tabs), with lazy continuation lines that drop some or all
   of their container prefixes;
 - noise: a line of the older line-shape pool (`parse.md_line`; rarely one nested past
-  markdown-it's limit of 20), tabs in place of leading spaces, CR / CRLF / LF chosen
-  per document or per line.
+  markdown-it's limit of 20) or after a run of quote and list markers, spaces and tabs
+  in any order, tabs in place of leading spaces, CR / CRLF / LF chosen per document or
+  per line.
 
 The generator draws through `Pick`, so the same code runs under Hypothesis (shrinkable
 draws: index 0 is always the simplest choice) and from a seeded `random.Random` (about
@@ -231,11 +232,17 @@ def leaf(p: Pick) -> list[Line]:
     if shape == 12:
         return [(one(p, BREAKS + HEADINGS), False)]
     # a line of the older pool (`parse.md_line`): a prefix and a line shape, rarely one
-    # nested deeper than markdown-it's limit
+    # nested deeper than markdown-it's limit; or a run of container markers, spaces and
+    # tabs in any order (tab stops after nested quote markers and list markers)
     if chance(p, 30):
         return [(one(p, DEEP), False)]
     body = one(p, CONTENT) if chance(p, 2) else fence_opener(p)[0]
+    if chance(p, 2):
+        return [("".join(one(p, SOUP) for _ in range(p.index(6))) + body, False)]
     return [(one(p, PREFIXES) + body, False)]
+
+
+SOUP = [">", "> ", ">\t", " ", "  ", "\t", "- ", "-\t", "1. ", "1.\t", "* ", ">>", "   "]
 
 
 def _tabify(p: Pick, text: str) -> str:
