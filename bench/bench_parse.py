@@ -116,6 +116,15 @@ def adversarial(kind: str, n: int) -> str:
         return "`" * (n * 15) + "\n" + "``` `x`\n" * (n // 10)
     if kind == "indented openers":
         return "  ```python\n" * n + "```task-list\n{}\n```\n"
+    # issue 41: the overrides that follow cmark-gfm (one paragraph of definitions under
+    # an underline; `>` lines indented past a list item's quote; lazy lines in lists),
+    # each a single markdown-it zone over the whole text
+    if kind == "definitions":
+        return "[r]: /u\n" * n + "===\n10. x\n    ```task-create\n    {}\n    ```\n"
+    if kind == "quotes in lists":
+        return "- > a\n      > b\n" * (n // 2) + "   ```task-create\n"
+    if kind == "lazy lines in lists":
+        return "- - - a\n" + "      b\n" * n + "   ```task-create\n"
     raise ValueError(kind)
 
 
@@ -201,6 +210,9 @@ ADVERSARIAL = (
     "long line",
     "backtick runs",
     "indented openers",
+    "definitions",
+    "quotes in lists",
+    "lazy lines in lists",
 )
 
 

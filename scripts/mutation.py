@@ -53,7 +53,8 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("tests/deliver/test_deliver_approvals.py",),
     ),
 }
-# goals (docs/qa.md): 100% in these, >= 95% overall
+# goals (docs/qa.md): 0 left in every module (each survivor killed or listed in
+# EQUIVALENT with its reason), so 100% in these as everywhere, and >= 95% overall
 FULL: frozenset[str] = frozenset({"gates", "paths", "framing", "approval_rules", "approval_gate"})
 OVERALL_GOAL = 95.0
 
@@ -167,6 +168,13 @@ EQUIVALENT: dict[str, str] = {
     "markertools.parse.validate.x__same_json__mutmut_20": "types already equal, lengths already equal",
     "markertools.parse.validate.x__ref_list__mutmut_70": "every ref_list field has max_items",
     "markertools.parse.validate.x__fold_wait_seconds__mutmut_4": "wait_seconds is always in the values",
+    # validate: _fold_wait_seconds's branch for a field without a clamp is never taken:
+    # task-poll, the one kind that folds wait_seconds, clamps both fields (a test of
+    # tests/parse/test_parse_fields.py checks that table fact)
+    **{
+        f"markertools.parse.validate.x__fold_wait_seconds__mutmut_{n}": "unclamped branch never taken"
+        for n in range(19, 29)
+    },
     "markertools.parse.validate.x_validate_parts__mutmut_3": "the fast path is a speed path (property-tested)",
     "markertools.parse.validate.xǁ_Planǁ__init____mutmut_9": "every field kind has a converter",
     "markertools.parse.validate.xǁ_Planǁ__init____mutmut_11": "every field kind has a converter",
@@ -317,7 +325,7 @@ def _score(work: Path, names: list[str], status: dict[str, str], elapsed: float 
         total += all_
         killed_all += killed
         equivalent_all += equivalent
-        ok = ok and (n not in FULL or left == 0)
+        ok = ok and left == 0
         print(f"{n:<16} {all_:>7} {killed:>7} {equivalent:>7} {left:>5} {score:>6.1f}%")
     overall = 100.0 * killed_all / (total - equivalent_all) if total > equivalent_all else 100.0
     print(f"{'overall':<16} {total:>7} {killed_all:>7} {equivalent_all:>7} "
@@ -327,8 +335,9 @@ def _score(work: Path, names: list[str], status: dict[str, str], elapsed: float 
         print("\nsurvivors (`mutmut show NAME` in the kept copy shows the diff):")
         for mutant, verdict in survivors:
             print(f"  {mutant}: {verdict}")
-    print(f"\ngoals (100% in {', '.join(sorted(FULL))}, >= {OVERALL_GOAL:.0f}% overall): "
-          f"{'met' if ok else 'NOT met'}")  # fmt: skip
+    left_all = total - killed_all - equivalent_all
+    print(f"\ngoals (0 left in every module, so 100% in {', '.join(sorted(FULL))} too: "
+          f"{left_all} left; >= {OVERALL_GOAL:.0f}% overall): {'met' if ok else 'NOT met'}")  # fmt: skip
     return 0 if ok else 1
 
 

@@ -18,7 +18,9 @@ from markertools.domain.schedule import (
     next_slot_after,
     shanghai_iso,
     shanghai_stamp,
+    whole_seconds,
 )
+from markertools.text.msg import msg
 
 
 @pytest.mark.rule("SCH-1")
@@ -149,6 +151,25 @@ def test_shanghai_clock_text() -> None:
     assert shanghai_iso(0) == "1970-01-01T08:00:00+08:00"
     assert shanghai_stamp(1e20) == "00000000000000"  # out of datetime's range: no crash
     assert shanghai_iso(math.nan) == "nan"
+
+
+@pytest.mark.rule("DOM-5")
+@pytest.mark.parametrize(
+    ("epoch", "en", "zh"),
+    [
+        (NOW + 0.9828212, "slot 1798333200 (2026-12-27T09:00:00+08:00)", "时间槽 1798333200（2026-12-27T09:00:00+08:00）"),
+        (NOW, "slot 1798333200 (2026-12-27T09:00:00+08:00)", "时间槽 1798333200（2026-12-27T09:00:00+08:00）"),
+        (-0.5, "slot -1 (1970-01-01T07:59:59+08:00)", "时间槽 -1（1970-01-01T07:59:59+08:00）"),
+        (math.inf, "slot inf (inf)", "时间槽 inf（inf）"),
+        (math.nan, "slot nan (nan)", "时间槽 nan（nan）"),
+    ],
+)  # fmt: skip
+def test_epoch_seconds_beside_a_time_are_whole_seconds(epoch: float, en: str, zh: str) -> None:
+    """A reason shows epoch seconds rounded down to the second, beside the ISO time; a
+    non-finite number (never a real time) is shown as it is, never raised on."""
+    text = msg("schedule.slot", epoch=whole_seconds(epoch), iso=shanghai_iso(epoch))
+    assert (text.render("en"), text.render("zh")) == (en, zh)
+    assert type(whole_seconds(epoch)) is (int if math.isfinite(epoch) else float)
 
 
 @pytest.mark.rule("SCH-2")

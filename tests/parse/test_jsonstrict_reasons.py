@@ -286,6 +286,32 @@ def test_a_raw_unpaired_surrogate_in_the_text_is_refused_too() -> None:
 
 
 @pytest.mark.rule("VAL-1")
+@pytest.mark.parametrize(
+    ("body", "en", "zh"),
+    [
+        (
+            "[" * 33 + "\ud800" + "]" * 33,
+            "the body nests arrays/objects deeper than 32 levels; expected at most 32",
+            "块体中数组/对象嵌套超过 32 层；最多允许 32 层",
+        ),
+        (
+            "[" * 32 + "\ud800" + "]" * 32,
+            "the body is not valid JSON: Expecting value at line 1, column 33 of the body; "
+            "expected one JSON object",
+            "块体不是合法 JSON：块体第 1 行第 33 列，Expecting value；应为一个 JSON 对象",
+        ),
+    ],
+    ids=["too-deep", "at-the-limit"],
+)
+def test_a_raw_surrogate_between_brackets_is_counted_past(body: str, en: str, zh: str) -> None:
+    """The depth check's C-speed pass encodes the text with its brackets; a lone
+    surrogate outside any string (where it is no JSON at all) must not stop it."""
+    refused = loads_object(body)
+    assert isinstance(refused, JsonRefusal)
+    assert (refused.reason.render("en"), refused.reason.render("zh")) == (en, zh)
+
+
+@pytest.mark.rule("VAL-1")
 @pytest.mark.parametrize("body", ["X", "x", "XX \n", "{X}"])
 def test_text_that_is_not_blank_is_a_syntax_error_not_an_empty_body(body: str) -> None:
     assert reason(body).startswith("the body is not valid JSON: ")

@@ -1,5 +1,6 @@
 """Extraction (docs/rules.md EXT, EXT-1..6): CommonMark-exact blocks, agreement of the fast path
-with the full markdown-it path and with markdown-it-py's own fence tokens."""
+with the full markdown-it path and with the references (cmark-gfm, and markdown-it-py's own
+fence tokens outside the documented differences: `support.oracles`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import sys
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from support.strategies.parse import any_text, block, list_docs, markdownish, reference_fences
+from support.oracles import assert_follows_the_references
+from support.strategies.parse import any_text, block, list_docs, markdownish
 
 from markertools import parse_turn
 from markertools.parse.blocks import RawBlock, extract_blocks, extract_fast, normalize_text
@@ -204,6 +206,7 @@ def test_within_two_edits_is_a_near_miss(name: str, data: st.DataObject) -> None
 @example("\ud800```task-list\n\x00{}\n```")
 @example("`" * 5000)
 @example("```task-create\n" * 300)
+@example("- a\n  - ```task-list\n>+\n>   <!t\n>")  # markdown-it-py raised IndexError here
 def test_extraction_never_raises_on_any_text(text: str) -> None:
     blocks = extract_blocks(text)
     assert all(isinstance(b, RawBlock) for b in blocks)
@@ -222,6 +225,11 @@ def test_extraction_never_raises_on_any_text(text: str) -> None:
         "   ```task-create\n" * 20000,
         "x" * 300_000 + "```task-create\n{}\n```\n" + "`" * 300_000,
         "- a\n" + "  ```python\n  x\n  ```\n" * 3000 + "```task-list\n{}\n```\n",
+        "[r]: /u\n" * 3000 + "===\n10. x\n    ```task-create\n    {}\n    ```\n",
+        "- > a\n      > b\n" * 1500 + "   ```task-create\n",
+        "- - - a\n" + "      b\n" * 3000 + "   ```task-create\n",
+        "-\n  \n" * 3000 + "  ```task-create\n",
+        "9. t\n<n>\n" * 3000 + "```task-create\n",
     ],
     ids=[
         "deep quotes",
@@ -232,6 +240,11 @@ def test_extraction_never_raises_on_any_text(text: str) -> None:
         "indented",
         "long",
         "list fences",
+        "definitions",
+        "quotes in lists",
+        "lazy lines",
+        "empty items",
+        "lazy html",
     ],
 )
 def test_adversarial_text_is_parsed(text: str) -> None:
@@ -288,7 +301,7 @@ def test_prefilter_windows_never_split_a_candidate(parts: list[str], window: int
         assert windowed
 
 
-# ---- agreement: fast path == full path == markdown-it-py's fence tokens --------------
+# ---- agreement: fast path == full path == the references ----------------------------
 
 
 @pytest.mark.rule("EXT-1", "EXT-2", "EXT-3", "EXT-4", "EXT-6")
@@ -298,15 +311,9 @@ def test_prefilter_windows_never_split_a_candidate(parts: list[str], window: int
 @example("1. a\n   ```bash\n   make\n```task-list\n{}\n```\n")
 @example("- " * 11 + "x\n\n```task-create\n{}\n```\n")
 @example("<pre>\n\n```task-list\n{}\n```\n</pre>\n```task-cost\n{}\n```\n")
-def test_fast_path_agrees_with_full_path_and_markdown_it(text: str) -> None:
-    fast = extract_fast(normalize_text(text))
-    full = extract_blocks(text, full=True)
-    assert fast == full
-    reference = reference_fences(text)
-    assert [(b.line, b.info) for b in full] == [(line, info) for line, info, _ in reference]
-    for b, (_, _, content) in zip(full, reference, strict=True):
-        if b.closed:
-            assert b.body == content
+def test_fast_path_agrees_with_full_path_and_the_references(text: str) -> None:
+    assert extract_fast(normalize_text(text)) == extract_blocks(text, full=True)
+    assert_follows_the_references(text)
 
 
 @pytest.mark.rule("EXT-2", "EXT-6")
@@ -335,18 +342,12 @@ def test_closed_blocks_end_on_a_closing_fence_line(text: str) -> None:
         assert closing and set(closing) == {char}
 
 
-# ---- simple list items: decided by hand (`_extract_list`), proven against markdown-it --
+# ---- simple list items: decided by hand (`lists.ListWalk`), proven against the references --
 
 
-def _agree_with_markdown_it(text: str) -> None:
-    fast = extract_fast(normalize_text(text))
-    full = extract_blocks(text, full=True)
-    assert fast == full
-    reference = reference_fences(text)
-    assert [(b.line, b.info) for b in full] == [(line, info) for line, info, _ in reference]
-    for b, (_, _, content) in zip(full, reference, strict=True):
-        if b.closed:
-            assert b.body == content
+def _agree_with_the_references(text: str) -> None:
+    assert extract_fast(normalize_text(text)) == extract_blocks(text, full=True)
+    assert_follows_the_references(text)
 
 
 @pytest.mark.rule("EXT-1", "EXT-3", "EXT-4", "EXT-6")
@@ -359,15 +360,15 @@ def _agree_with_markdown_it(text: str) -> None:
 @example("- ```task-create\n" * 5)
 @example("- a\nlazy\n  ```task-list\n  {}\n  ```\n")
 @example("2. a\n   ```task-list\n  {}\n   ````\n")
-def test_list_items_agree_with_markdown_it(text: str) -> None:
-    _agree_with_markdown_it(text)
+def test_list_items_agree_with_the_references(text: str) -> None:
+    _agree_with_the_references(text)
 
 
 @pytest.mark.rule("EXT-2", "EXT-6")
 @settings(max_examples=150)
 @given(st.lists(st.one_of(list_docs(), markdownish(max_lines=6)), min_size=2, max_size=5))
 def test_list_items_mixed_with_other_markdown_agree(parts: list[str]) -> None:
-    _agree_with_markdown_it("\n".join(parts))
+    _agree_with_the_references("\n".join(parts))
 
 
 LIST_SHAPES = [
@@ -394,4 +395,4 @@ def test_simple_list_items_need_no_markdown_parse(
     fast = extract_fast(normalize_text(text))
     monkeypatch.undo()
     assert fast and fast == extract_blocks(text, full=True)
-    _agree_with_markdown_it(text)
+    _agree_with_the_references(text)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from support.strategies.parse import block
 
 from markertools import Command, Msg, parse_turn
+from markertools.parse.kinds import KINDS
 from markertools.parse.params import (
     AutomationCreateParams,
     GoalConvertParams,
@@ -244,6 +245,54 @@ def test_wait_seconds_override_is_noted() -> None:
     assert [n.key for n in command.notes] == ["parse.note.wait_seconds_override"]
     assert "timeout_seconds" in rendered(command.notes[0])
     assert skip("task-poll", {"task_id": "t", "wait_seconds": "30"}).arg("field") == "wait_seconds"
+
+
+@pytest.mark.rule("POL-1")
+@pytest.mark.parametrize(
+    ("wait", "en", "zh"),
+    [
+        (
+            900,
+            "wait_seconds 900: the poll waits up to 900 s and checks every 60 s "
+            "(interval_seconds must be 1–60, so 60 was used for it instead of 900)",
+            "wait_seconds 900：最多等待 900 秒，每 60 秒查看一次"
+            "（interval_seconds 须在 1–60 之间，因此实际使用 60 而不是 900）",
+        ),
+        (
+            0,
+            "wait_seconds 0: the poll takes one immediate snapshot and does not wait "
+            "(interval_seconds must be 1–60, so 1 was used for it instead of 0)",
+            "wait_seconds 0：只取一次即时快照，不等待"
+            "（interval_seconds 须在 1–60 之间，因此实际使用 1 而不是 0）",
+        ),
+        (
+            5000,
+            "wait_seconds 5000: the poll waits up to 3600 s and checks every 60 s "
+            "(timeout_seconds must be 0–3600, so 3600 was used for it instead of 5000; "
+            "interval_seconds must be 1–60, so 60 was used for it instead of 5000)",
+            "wait_seconds 5000：最多等待 3600 秒，每 60 秒查看一次"
+            "（timeout_seconds 须在 0–3600 之间，因此实际使用 3600 而不是 5000；"
+            "此外，interval_seconds 须在 1–60 之间，因此实际使用 60 而不是 5000）",
+        ),
+    ],
+    ids=["interval-only", "snapshot", "both-limits"],
+)
+def test_a_clamped_wait_seconds_says_which_limit_changed_which_value(
+    wait: int, en: str, zh: str
+) -> None:
+    (note,) = run("task-poll", {"task_id": "t", "wait_seconds": wait}).notes
+    assert (note.render("en"), note.render("zh")) == (en, zh)
+
+
+@pytest.mark.rule("POL-1")
+def test_every_kind_that_folds_wait_seconds_clamps_both_fields() -> None:
+    """The table fact behind the equivalent mutants of `validate._fold_wait_seconds`'s
+    branch for an unclamped field (docs/qa.md): the branch is never taken."""
+    folding = [k for k in KINDS if "fold_wait_seconds" in k.post_rules]
+    assert [k.name for k in folding] == ["task-poll"]
+    for kind in folding:
+        assert kind.field("interval_seconds").clamp == (1, 60)
+        assert kind.field("timeout_seconds").clamp == (0, 3600)
 
 
 @pytest.mark.rule("WAI-1")

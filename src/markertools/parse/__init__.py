@@ -7,7 +7,8 @@ after it, never back up):
 2. `validate`      raw block -> validated `Command` (strict JSON, fields, clamps), with
    `validate_fast` (the happy path) and `jsonstrict` (the strict JSON reader);
 3. `blocks`        text -> `RawBlock`s exactly as CommonMark renders them (EXT-*), with
-   `lists` (hand-decided list items) and `commonmark` (the markdown-it fallback);
+   `lists` (hand-decided list items) and `commonmark` (the markdown-it fallback,
+   with `cmarkrules`: its overrides that follow cmark-gfm);
 4. `lines`         text -> fence lines and cuts (the C-speed prefilter and scanner);
 5. `nearmiss`      an info string -> kind, near miss or ordinary;
 6. `kinds`, `kindspec`, `params`, `plan`: the kind table and the value types every

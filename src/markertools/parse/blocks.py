@@ -1,7 +1,9 @@
 # Owns: extraction (docs/rules.md EXT): text -> the marker blocks a CommonMark renderer shows,
 # in order, with kind, 1-based opening line, body and whether the block closed.
-# markdown-it-py ("commonmark") is the reference; this module answers exactly as it
-# does, but touches it only for the parts of the text it cannot prove simple.
+# cmark-gfm is the reference; markdown-it-py ("commonmark") with the overrides of
+# `cmarkrules` answers as it does (docs/parse.md, "Where the references differ"), and
+# this module answers exactly as that parser, but touches it only for the parts of the
+# text it cannot prove simple.
 #
 # How (the argument the agreement tests check):
 #   1. A C-speed prefilter (`may_have_candidates`): no fence run followed by a kind or

@@ -6,7 +6,7 @@ near-miss and ordinary info strings, indentation (spaces and tabs), block quotes
 and ordered list markers, HTML block starts and ends, blank and whitespace-only lines,
 paragraphs, headings, thematic breaks, deep nesting, and CR / CRLF line endings.
 
-`reference_fences()` reads markdown-it-py's own fence tokens (the reference).
+The references themselves (cmark-gfm, markdown-it-py) are read by `support.oracles`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ import re
 from typing import Any
 
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
-
-from markertools.parse.nearmiss import ORDINARY, classify
 
 INFOS = [
     "task-create", "task-poll", "task-read", "read-thread", "read_thread", "wait-threads",
@@ -83,26 +80,6 @@ def any_text() -> st.SearchStrategy[str]:
         fence_line(),
     )
     return st.lists(pieces, max_size=40).map("".join)
-
-
-_MD = MarkdownIt("commonmark")
-
-
-def reference_fences(text: str) -> list[tuple[int, str, str]]:
-    """(1-based line, stripped info, content) of every fence markdown-it-py shows outside
-    a block quote whose info string is a kind or a near miss."""
-    out: list[tuple[int, str, str]] = []
-    quote = 0
-    for token in _MD.parse(text):
-        if token.type == "blockquote_open":
-            quote += 1
-        elif token.type == "blockquote_close":
-            quote -= 1
-        elif token.type == "fence" and quote == 0 and token.map is not None:
-            info = token.info.strip(" \t")
-            if classify(info) != ORDINARY:
-                out.append((token.map[0] + 1, info, token.content))
-    return out
 
 
 def block(kind: str, body: str) -> str:
