@@ -181,13 +181,14 @@ def test_a_live_demo_fleet_shows_unpriced_tokens_without_dollars(page: Page, tmp
     loaded(page, out)
     ids = rows(page)
     assert ids[0] == "t-lead" and len(ids) == 3  # the lead, created first, then its children
+    # 6 turns of 18 tokens: the lead 4 (create, wait, approve + wait, done), each child 1
     spend = page.eval("[...document.querySelectorAll('#creators tr')].map(r => r.innerText)")
-    assert spend[1].split("\t")[:4] == ["alice", "3", "5 unpriced", "90"], spend
-    assert spend[2].split("\t")[:4] == ["all", "3", "5 unpriced", "90"], spend
+    assert spend[1].split("\t")[:4] == ["alice", "3", "6 unpriced", "108"], spend
+    assert spend[2].split("\t")[:4] == ["all", "3", "6 unpriced", "108"], spend
     page.click("#tree .row .name")  # the lead
     detail = page.text("#detail")
     lines = [line for line in detail.splitlines() if line.strip()]
-    assert lines[lines.index("cost") + 1] == "54 tokens · 3 rounds · unpriced", lines
+    assert lines[lines.index("cost") + 1] == "72 tokens · 4 rounds · unpriced", lines
     newest = max(t.created_at for t in read_world(keep / "demo.db").tasks)
     header = page.text("header.page .sub")
     assert "world time" not in header and header.split(" · as of ")[1] >= utc(newest)

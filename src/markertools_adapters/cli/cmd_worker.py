@@ -176,7 +176,7 @@ def run_command(
             help="broker: an agent's approval request waits for a rule, a person"
             " (markertools approvals) or an ancestor agent; decline: declined at once,"
             " the task interrupted (APR-1).",
-            metavar="broker|decline",
+            metavar="MODE",
         ),
     ] = "broker",
     approval_timeout: Annotated[
