@@ -375,7 +375,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="memory,overhead,throughput,cancel,recovery",
+                        help="comma-separated parts (issue 40 reruns: --only overhead,cancel)")
     args = parser.parse_args(argv)
+    parts = set(args.only.split(","))
     if args.quick:
         args.tasks, args.turns = 20, 5
     pg = bool(os.environ.get("MARKERTOOLS_PG_DSN"))
@@ -384,63 +387,82 @@ def main(argv: list[str]) -> int:
         fake.reply_for = route
         b = Bench(Path(tmp), binary, fake)
         base_rss = rss_kib(os.getpid())
-        print(f"memory, measured first (this process RSS before anything: {base_rss / 1024:.1f} MiB):")
-        for n in (2, 8, 16):
+        if "memory" in parts:
+            print(f"memory, measured first (this process RSS before anything: {base_rss / 1024:.1f} MiB):")
+        for n in (2, 8, 16) if "memory" in parts else ():
             m = memory(b, n)
             print(f"  {n:2} concurrent turns: host RSS {m['host'] / 1024:6.1f} MiB; codex "
                   f"children {m['children'] / 1024:7.1f} MiB in all, {m['each'] / 1024:.1f} MiB "
                   f"each (host = {m['host'] / max(m['children'], 1):.2f}x the children)")
-        bare_task, bare_turn = asyncio.run(bare_tasks(b, args.turns))
-        host_task, host_turn, host_wall = host_tasks(b, args.turns)
-        bt, ht = statistics.median(bare_task), statistics.median(host_task)
-        bu, hu = statistics.median(bare_turn), statistics.median(host_turn)
-        over = (host_wall - bt) * 1000
-        print(f"one-turn tasks, {args.turns} each, one at a time, medians (same binary, same fake):")
-        print(f"  bare client task (spawn..turn/completed..close)  {bt * 1000:8.1f} ms")
-        print(f"  host task (claimed..finished event)              {ht * 1000:8.1f} ms   "
-              f"ratio {ht / bt:.2f}x bare")
-        print(f"  host wall per task (incl. claim, idle check)     {host_wall * 1000:8.1f} ms   "
-              f"ratio {host_wall / bt:.2f}x bare")
-        print(f"  bare turn (turn/start..turn/completed)           {bu * 1000:8.1f} ms")
-        print(f"  host turn (turn_started..turn_ended event)       {hu * 1000:8.1f} ms   "
-              f"ratio {hu / bu:.2f}x bare")
-        print(f"  host overhead per one-turn task {over:.1f} ms; goal <= 1.2x and <= 10 ms: "
-              f"{'met' if host_wall / bt <= 1.2 and over <= 10 else 'MISSED'}")
-
-        per_host = 4
-        print(f"throughput: {args.tasks} one-turn tasks queued at once, max_concurrent "
-              f"{per_host} per host (one process, own store connections):")
-        rows = [("sqlite", 1)] + ([("postgres", h) for h in (1, 2, 3)] if pg else [])
-        first = None
-        for kind, hosts in rows:
-            r = throughput(b, kind, hosts, args.tasks, per_host)
-            first = first or r["tps"]
-            print(f"  {kind:8} {hosts} host(s): {r['tps']:6.2f} tasks/s ({r['tps'] / first:.2f}x "
-                  f"sqlite/1), queue-to-start p50 {r['p50']:6.2f} s p99 {r['p99']:6.2f} s, "
-                  f"{int(r['completed'])}/{args.tasks} completed, {int(r['claims'])} claims")
-        if not pg:
-            print("  postgres: not measured (MARKERTOOLS_PG_DSN unset)")
-
-        rounds = 3 if args.quick else 10
-        for kind in ["sqlite"] + (["postgres"] if pg else []):
-            lat = cancel_latency(b, kind, rounds)
-            if lat:
-                print(f"cancel -> process group gone, {kind}, {len(lat)} rounds: median "
-                      f"{statistics.median(lat) * 1000:.0f} ms, max {max(lat) * 1000:.0f} ms")
-            else:
-                print(f"cancel -> process group gone, {kind}: no round completed")
-        lease = 1.0
-        for kind in ["sqlite"] + (["postgres"] if pg else []):
-            rec = recovery(b, kind, 2 if args.quick else 5, lease)
-            if rec:
-                worst = max(rec)
-                print(f"recovery after kill -9 -> claimed by another host, {kind}, lease "
-                      f"{lease:.0f} s, {len(rec)} rounds: median {statistics.median(rec):.2f} s, "
-                      f"max {worst:.2f} s; goal <= lease + 2 s: "
-                      f"{'met' if worst <= lease + 2 else 'MISSED'}")
-            else:
-                print(f"recovery after kill -9, {kind}: no round completed")
+        if "overhead" in parts:
+            overhead(b, args.turns)
+        if "throughput" in parts:
+            throughputs(b, args.tasks, pg)
+        if "cancel" in parts:
+            cancels(b, pg, 3 if args.quick else 10)
+        if "recovery" in parts:
+            recoveries(b, pg, 2 if args.quick else 5)
     return 0
+
+
+def overhead(b: Bench, turns: int) -> None:
+    bare_task, bare_turn = asyncio.run(bare_tasks(b, turns))
+    host_task, host_turn, host_wall = host_tasks(b, turns)
+    bt, ht = statistics.median(bare_task), statistics.median(host_task)
+    bu, hu = statistics.median(bare_turn), statistics.median(host_turn)
+    over = (host_wall - bt) * 1000
+    print(f"one-turn tasks, {turns} each, one at a time, medians (same binary, same fake):")
+    print(f"  bare client task (spawn..turn/completed..close)  {bt * 1000:8.1f} ms")
+    print(f"  host task (claimed..finished event)              {ht * 1000:8.1f} ms   "
+          f"ratio {ht / bt:.2f}x bare")
+    print(f"  host wall per task (incl. claim, idle check)     {host_wall * 1000:8.1f} ms   "
+          f"ratio {host_wall / bt:.2f}x bare")
+    print(f"  bare turn (turn/start..turn/completed)           {bu * 1000:8.1f} ms")
+    print(f"  host turn (turn_started..turn_ended event)       {hu * 1000:8.1f} ms   "
+          f"ratio {hu / bu:.2f}x bare")
+    print(f"  host overhead per one-turn task {over:.1f} ms; goal <= 1.2x and <= 10 ms: "
+          f"{'met' if host_wall / bt <= 1.2 and over <= 10 else 'MISSED'}")
+
+
+
+def throughputs(b: Bench, tasks: int, pg: bool) -> None:
+    per_host = 4
+    print(f"throughput: {tasks} one-turn tasks queued at once, max_concurrent "
+          f"{per_host} per host (one process, own store connections):")
+    rows = [("sqlite", 1)] + ([("postgres", h) for h in (1, 2, 3)] if pg else [])
+    first = None
+    for kind, hosts in rows:
+        r = throughput(b, kind, hosts, tasks, per_host)
+        first = first or r["tps"]
+        print(f"  {kind:8} {hosts} host(s): {r['tps']:6.2f} tasks/s ({r['tps'] / first:.2f}x "
+              f"sqlite/1), queue-to-start p50 {r['p50']:6.2f} s p99 {r['p99']:6.2f} s, "
+              f"{int(r['completed'])}/{tasks} completed, {int(r['claims'])} claims")
+    if not pg:
+        print("  postgres: not measured (MARKERTOOLS_PG_DSN unset)")
+
+
+def cancels(b: Bench, pg: bool, rounds: int) -> None:
+    for kind in ["sqlite"] + (["postgres"] if pg else []):
+        lat = cancel_latency(b, kind, rounds)
+        if lat:
+            print(f"cancel -> process group gone, {kind}, {len(lat)} rounds: median "
+                  f"{statistics.median(lat) * 1000:.0f} ms, max {max(lat) * 1000:.0f} ms")
+        else:
+            print(f"cancel -> process group gone, {kind}: no round completed")
+
+
+def recoveries(b: Bench, pg: bool, rounds: int) -> None:
+    lease = 1.0
+    for kind in ["sqlite"] + (["postgres"] if pg else []):
+        rec = recovery(b, kind, rounds, lease)
+        if rec:
+            worst = max(rec)
+            print(f"recovery after kill -9 -> claimed by another host, {kind}, lease "
+                  f"{lease:.0f} s, {len(rec)} rounds: median {statistics.median(rec):.2f} s, "
+                  f"max {worst:.2f} s; goal <= lease + 2 s: "
+                  f"{'met' if worst <= lease + 2 else 'MISSED'}")
+        else:
+            print(f"recovery after kill -9, {kind}: no round completed")
 
 
 if __name__ == "__main__":

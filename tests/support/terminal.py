@@ -33,10 +33,14 @@ class Terminal:
         columns: int = 250,
     ):
         self._log = io.StringIO()
+        given = env if env is not None else dict(os.environ)
+        # the terminal's own size decides (rich and shutil read COLUMNS / LINES first, and a
+        # test runner's worker process may carry its own)
+        child_env = {k: v for k, v in given.items() if k not in ("COLUMNS", "LINES")}
         self.child = pexpect.spawn(
             sys.executable,
             args,
-            env=env if env is not None else dict(os.environ),
+            env=child_env,
             encoding="utf-8",
             timeout=timeout,
             dimensions=(50, columns),
