@@ -63,7 +63,7 @@ from markertools.deliver.once import (
 from markertools.deliver.report import ReportEntry
 from markertools.domain.errors import CallIdReused, LeaseLost
 from markertools.domain.model import AuditRecord, Task, checked_value, is_goal_task
-from markertools.domain.ports import Claim, Ports
+from markertools.domain.ports import Claim, Ports, TaskListing
 from markertools.inject.inert import inert
 from markertools.parse.jsonstrict import MAX_BODY_CHARS, MAX_DEPTH
 from markertools.parse.kinds import KIND_BY_NAME, KINDS
@@ -277,7 +277,12 @@ def _sender_refusal(task: Task | None) -> Msg | None:
 
 
 def _fields(
-    spec: KindSpec, entry: ReportEntry, ports: Ports, cmd: Command, sender: Task
+    spec: KindSpec,
+    entry: ReportEntry,
+    ports: Ports,
+    cmd: Command,
+    sender: Task,
+    listing: TaskListing | None = None,
 ) -> dict[str, object]:
     """The kind's result fields (JSON-able) of a done call; {} when none or unreadable.
     Only ids, statuses, numbers and times: a text another task wrote (a prompt, a result,
@@ -290,7 +295,7 @@ def _fields(
             found = ports.tasks.get_tasks(list(params.task_ids))
             return {"tasks": [_snapshot(found[i]) for i in params.task_ids if i in found]}
         if spec.name == "task-list":
-            listing = ports.tasks.list_tasks(
+            listing = listing or ports.tasks.list_tasks(
                 sender.project_id, status=params.status, q=params.q, limit=params.limit
             )
             return {
@@ -526,7 +531,7 @@ def deliver_call(
             entry = _audit(
                 ctx, ctx.rejected(cmd, None, msg("deliver.port_failed", error=summarize_error(exc)))
             )
-    fields = _fields(spec, entry, ports, cmd, ctx.sender)
+    fields = _fields(spec, entry, ports, cmd, ctx.sender, ctx.listing)
     result = _result(entry, locale, fields, after_turn=bool(held), calls_left=left)
     return _finish(ports, sender_id, turn_id, result, fence)
 

@@ -32,7 +32,7 @@ from markertools.deliver.report import EntryOutcome, ReportEntry
 from markertools.domain.decision import PermissionAnswer
 from markertools.domain.errors import summarize_error as summarize_error  # for the handlers
 from markertools.domain.model import Task, quota_exhausted, sender_cancelled
-from markertools.domain.ports import Ports
+from markertools.domain.ports import Ports, TaskListing
 from markertools.parse.kinds import kind_of
 from markertools.parse.kindspec import param_text
 from markertools.parse.params import Params
@@ -117,6 +117,7 @@ class TurnContext:
         self._existing_children: int | None = None
         self._created: dict[str, str] = {}  # @NAME -> created task id
         self._ambiguous_names = _duplicate_create_names(plan)
+        self._listing: TaskListing | None = None
 
     # ---- the facts, and the caches as read-only views ----------------------------------
 
@@ -175,6 +176,15 @@ class TurnContext:
     def children_created(self) -> int:
         """LIN-3: children this turn created (restored creations included)."""
         return self._children_created
+
+    @property
+    def listing(self) -> TaskListing | None:
+        """The listing the last task-list block read (a same-turn call's result fields
+        show these rows, not a second read)."""
+        return self._listing
+
+    def remember_listing(self, listing: TaskListing) -> None:
+        self._listing = listing
 
     @property
     def followups_after_report(self) -> tuple[str, ...]:

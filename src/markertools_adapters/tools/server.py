@@ -303,6 +303,10 @@ class ToolsMcp:
     ) -> CallToolResult:
         limit = self.max_wait_ms / 1000.0
         until = started + limit  # FLT-3: how long the call may wait for the store
+        if tool not in WAITING and token and not self.access.outage.active:
+            fast = await self._in_one_job(tool, arguments, call_id, token, key, limit)
+            if fast is not None:  # else the token check met the store away: ride it out
+                return fast
         try:
             auth = await self.authorize(token, key=key, until=until)
         except StoreDown as down:
@@ -340,6 +344,73 @@ class ToolsMcp:
         log.info("%s of task %s: %s", tool, sender, result.entry.outcome)
         cut = tool in WAITING and time.monotonic() - started >= limit
         return delivered(tool, result, self.locale, cut_short_ms=self.max_wait_ms if cut else None)
+
+    async def _in_one_job(
+        self,
+        tool: str,
+        arguments: object,
+        call_id: object,
+        token: str,
+        key: str,
+        limit: float,
+    ) -> CallToolResult | None:
+        """A call that does not wait (issue 40): its token checked and the call delivered
+        in ONE job of the pool - one thread hop, not two. None when the token check met
+        the store unavailable: the caller then rides the outage out (FLT-3)."""
+        stop = threading.Event()
+        probe = Probe()
+        ports = attrs.evolve(
+            observed_ports(self.ports, probe),
+            waiter=CallWaiter(self.ports.tasks, stop, self.ports.waiter),
+            clock=StopClock(self.ports.clock, stop),
+        )
+
+        def work() -> Authorization | tuple[str, CallResult] | str | None:
+            auth = authorize_task_token(observed(self.store, probe), token, self.ports.clock.now())
+            if probe.failure is not None:
+                return None
+            if not auth.ok or auth.task_id is None:
+                return auth
+            claim: Claim | None = None
+            if self.claim_of is not None:  # a worker host's own runs (TOL-10, FLT-1)
+                claim = self.claim_of(auth.task_id)
+                if claim is None:
+                    return auth.task_id
+            result = deliver_call(
+                tool,
+                arguments if arguments is not None else {},  # type: ignore[arg-type]
+                sender=auth.task_id,
+                ports=ports,
+                locale=self.locale,
+                call_id=call_id,  # type: ignore[arg-type]  # deliver_call refuses a bad one
+                deadline=limit,
+                cancel=stop,
+                claim=claim,
+            )
+            return auth.task_id, result
+
+        with self._flight:
+            self._busy += 1
+            self._flight.notify_all()
+        try:
+            out = await self.pool.run(key, work)  # short: a cancel is delivered after it
+        finally:
+            self.access.settle(probe)  # a failure met starts the outage the caller rides
+            with self._flight:
+                self._busy -= 1
+                self._flight.notify_all()
+        if out is None:
+            return None
+        if isinstance(out, Authorization):
+            assert out.refusal is not None
+            return self._refused(tool, out.refusal.render(self.locale))
+        if isinstance(out, str):
+            why = msg("toolserver.not_on_this_host", task_id=out)
+            return self._refused(tool, msg("tools.not_authorised", why=why).render(self.locale))
+        sender, result = out
+        self.calls_served += 1
+        log.info("%s of task %s: %s", tool, sender, result.entry.outcome)
+        return delivered(tool, result, self.locale, cut_short_ms=None)
 
     async def authorize(
         self, token: str | None, *, key: str | None = None, until: float | None = None

@@ -306,6 +306,7 @@ def handle_list(cmd: Command, p: TaskListParams, ctx: TurnContext) -> ReportEntr
     listing = ctx.ports.tasks.list_tasks(
         ctx.sender.project_id, status=p.status, q=p.q, limit=p.limit
     )
+    ctx.remember_listing(listing)
     rows = listing.rows[: p.limit]
     filters = msg(
         "read.list_filters",
