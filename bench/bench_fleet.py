@@ -118,9 +118,9 @@ def outage_recovery(b: Bench, rounds: int) -> tuple[list[float], list[float]]:
                     got.notify_all()
 
         def insert(tid: str) -> float:
-            with connect(dsn, executor="noop") as other:
+            with connect(dsn, executor="noop") as other:  # the time the insert committed,
                 other.insert_task(Task(tid, PROJECT, status="queued", prompt="done", created_by=USER))
-            return time.perf_counter()
+                return time.perf_counter()  # not after the close (the claim may come first)
 
         def wait_claim(tid: str) -> float:
             with got:
