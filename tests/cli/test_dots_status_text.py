@@ -8,6 +8,7 @@ and final print (see test_dots_terminal.py). JSON only grows (docs/cli.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -17,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.dots import plan, role
+from support.codex import OfflineCodex
+from support.dots import OWNER, plan, role, running, until, workdir, worker
 
 from markertools.plans import (
     Cancel,
     Event,
     Finish,
+    HostSettings,
     Launch,
     Pause,
     QuotaObserved,
@@ -33,6 +36,7 @@ from markertools.plans import (
     new_run,
     validate_proposal,
 )
+from markertools_adapters.codex.fakemodel import Text, rate_limit_headers
 from markertools_adapters.planstore import RunJournal, host
 
 AT = 1_800_000_000.0  # 2027-01-15 08:00:00 UTC; the commands below run with TZ=UTC
@@ -106,6 +110,53 @@ def test_an_observed_quota_shows_its_window_and_the_stop(tmp_path: Path) -> None
     lines = status(root).splitlines()
     assert lines[1] == "  quota: 88% left of the 300-min window (bucket codex); the run pauses at 25% left"
     assert "  paused:" not in "\n".join(lines)
+
+
+@pytest.mark.rule("DOT-8", "PLN-8")
+def test_a_run_whose_turns_report_the_watched_window_has_no_unknown_quota_alert(
+    offline_codex: OfflineCodex, tmp_path: Path
+) -> None:
+    """Issue 36: the supervisor's first quota poll comes as the first turn starts, before
+    any model response has reported a window; it used to record an empty observation,
+    and `dots status` then showed "the quota window to watch (bucket any, 300 minutes)
+    was not reported; the quota stop could not be checked" for a run whose turns did
+    report that window. A real run on the pinned Codex (offline, the fake model sending
+    the rate-limit headers): the status shows the window, and no such alert."""
+    fake = offline_codex.fake
+    fake.rate_limit_headers = rate_limit_headers(40.0, 300, 1893456000)  # 60 % left
+    fake.default_reply = None
+    fake.reply_for = lambda body: Text("reader: the fault is in parse.py", delay=1.5)
+    root = tmp_path / "state"
+    raw = plan(
+        role("reader", workdir(tmp_path, "a")),
+        quota={"stopAtLeftPercent": 25, "windowMinutes": 300},
+    )
+
+    async def go() -> str:
+        # the first poll comes as the turn starts, another while its one response waits
+        settings = HostSettings(max_concurrent=3, poll_ms=1000)
+        async with running(offline_codex, root, settings=settings) as sup:
+            run_id: str = (await sup.start(raw, owner=OWNER))["runId"]
+
+            def ended() -> bool:
+                view = sup.status(owner=OWNER, run_id=run_id)[0]
+                return worker(view, "reader").get("lastOutcome") == "completed"
+
+            await until(ended)
+            return run_id
+
+    run_id = asyncio.run(go())
+    lines = status(root).splitlines()
+    assert lines[0] == f"run {run_id}: running (1/12 turns)"
+    assert lines[1] == (
+        "  quota: 60% left of the 300-min window (bucket codex); the run pauses at 25% left"
+    )
+    assert not [line for line in lines if "was not reported" in line], lines
+    assert not [line for line in lines if "could not be checked" in line], lines
+    assert not [line for line in lines if line.startswith("  alert ")], lines
+    (view,) = json.loads(status(root, "--json"))["runs"]
+    assert view["quota"]["unknown"] is False
+    assert view["alerts"] == []
 
 
 @pytest.mark.rule("DOT-16", "PLN-6")

@@ -139,7 +139,7 @@ def run_command(
         int, typer.Option("--max-goal-rounds", min=1, help="Goal rounds before stopping.")
     ] = 20,
     grace_seconds: Annotated[
-        float, typer.Option("--grace-seconds", min=0, help="Grace period on SIGTERM.")
+        float, typer.Option("--grace-seconds", min=0, help="Grace period on SIGTERM or Ctrl-C.")
     ] = 30.0,
     until_idle: Annotated[
         bool, typer.Option("--until-idle", help="Exit once nothing is queued or running.")

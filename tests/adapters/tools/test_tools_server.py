@@ -279,6 +279,48 @@ def test_a_repeated_call_id_is_applied_once_and_replayed(store: Any, mode: str) 
     assert len(made) == 1
 
 
+@pytest.mark.rule("FLT-6")
+@pytest.mark.parametrize("mode", ERAS)
+def test_a_call_id_reused_with_other_arguments_is_refused_and_changes_nothing(
+    store: Any, mode: str
+) -> None:
+    """The same `_meta["markertools/callId"]` with different arguments, through the SDK's
+    own client: the agent reads a refusal naming the reused call id, nothing is run or
+    replayed (no second task), and the first arguments still replay."""
+    tools = tools_server(store, TokenHolder(mint(store, "t1")))
+
+    async def first() -> Any:
+        async with client(tools, mode) as c:
+            return await call(c, "task_create", {"prompt": "exactly once"}, call_id="k-1")
+
+    async def reused() -> Any:
+        async with client(tools, mode) as c:
+            return await call(c, "task_create", {"prompt": "something else"}, call_id="k-1")
+
+    async def same_again() -> Any:
+        async with client(tools, mode) as c:
+            return await call(c, "task_create", {"prompt": "exactly once"}, call_id="k-1")
+
+    made = body(run(first()))["task_id"]
+    with unchanged(store):
+        refused = run(reused())
+    assert refused.is_error
+    said = text(refused)
+    assert said.startswith(
+        "call id 'k-1' of task 't1' was already used with other arguments (stored digest args:"
+    ), said
+    assert said.endswith("nothing was run or replayed; give each call its own id"), said
+    assert body(refused)["outcome"] == "rejected"
+    assert body(refused)["reason"] == said and body(refused)["target"] is None
+    assert body(refused)["replayed"] is False and "task_id" not in body(refused)
+    tasks = store.export_world(store.ports.clock.now()).tasks
+    assert [t.id for t in tasks if t.prompt == "exactly once"] == [made]
+    assert not [t for t in tasks if t.prompt == "something else"]
+    with unchanged(store):
+        again = run(same_again())
+    assert body(again)["replayed"] is True and body(again)["task_id"] == made
+
+
 @pytest.mark.rule("TOL-7")
 def test_a_goal_task_is_refused_every_tool(store: Any) -> None:
     tools = tools_server(store, TokenHolder(mint(store, "g1")))
