@@ -12,8 +12,15 @@ writes it - the broker's waiting `decide()` returns, against the broker's poll i
 Each round starts one request, answers it from another store object at a random moment
 and measures answer-committed -> decision-returned. Prints the median and the max.
 
-    .venv/bin/python bench/bench_approvals.py [--rounds N]
-    scripts/with_postgres.sh .venv/bin/python bench/bench_approvals.py
+End to end (`--e2e`, issue 38's measure): a worker host on the real pinned Codex CLI
+(offline, the fake model) runs tasks whose agent asks to run `date +%s.%N > FILE` outside
+its sandbox; another store connection approves each request at a random moment of its
+wait, and the figure is answer committed -> the command running in the agent's turn (the
+time the command itself wrote). Goal: <= 1 s on PostgreSQL, <= the poll interval + 0.2 s
+on SQLite.
+
+    .venv/bin/python bench/bench_approvals.py [--rounds N] [--e2e N]
+    scripts/with_postgres.sh .venv/bin/python bench/bench_approvals.py --e2e 10
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from markertools import Project, Task  # noqa: E402
+from markertools import ApprovalRule, Project, Task  # noqa: E402
 from markertools_adapters.approvals import ApprovalAsk, ApprovalEvent, Broker  # noqa: E402
 from markertools_adapters.world import World  # noqa: E402
 
@@ -88,10 +95,88 @@ async def _rounds(
     return [await one_round(broker, answerer, events) for _ in range(n)]
 
 
+def end_to_end(kind: str, rounds: int, *, by_rule: bool = False) -> list[float]:
+    """Answer committed -> the approved command running (the file's mtime), through a
+    real worker host; `by_rule`: an allow rule answers at once, and the figure is the
+    request stored -> the command running (Codex's own part, the baseline)."""
+    import re
+    import threading
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_worker import Bench, codex_bin
+
+    from markertools_adapters.codex.fakemodel import FakeResponses, ShellCall, Text, request_texts
+    from markertools_adapters.worker import WorkerHost
+
+    tag = re.compile(r"\[stamp:(\d+)\]")
+    with tempfile.TemporaryDirectory() as tmp, FakeResponses(default_reply=None) as fake:
+        stamps = Path(tmp) / "stamps"
+        stamps.mkdir()
+
+        def reply_for(body: Any) -> Any:
+            texts = request_texts(body)
+            found = next((m.group(1) for t in texts for m in [tag.search(t)] if m), None)
+            answered = any(
+                isinstance(i, dict) and i.get("type") == "function_call_output"
+                for i in (body.get("input") or [] if isinstance(body, dict) else [])
+            )
+            if found is None or answered:
+                return Text("done")
+            return ShellCall(f"touch {stamps / found}", escalate=True, justification="a stamp")
+
+        fake.reply_for = reply_for
+        b = Bench(Path(tmp), codex_bin(), fake)
+        _, schema = b.fresh(kind)
+        committed: dict[str, float] = {}
+        with b.store(kind, schema=schema) as store, b.store(kind, schema=schema) as answerer:
+            for n in range(rounds):
+                store.insert_task(Task(f"e-{n:03d}", "p1", status="queued", prompt=f"[stamp:{n}]",
+                                       created_by="alice", created_at=float(n)))
+            if by_rule:
+                store.add_approval_rule(ApprovalRule("r-touch", "p1", "allow", "command",
+                                                     prefix=("touch",)))
+            host = WorkerHost(b.settings("h1", max_concurrent=1), store)
+            done = threading.Event()
+
+            def person() -> None:
+                while not done.is_set() and not by_rule:
+                    for request in answerer.list_approvals("p1", statuses=("pending",)):
+                        time.sleep(random.uniform(0.0, 0.3))  # a random moment of the wait
+                        answerer.answer_approval(request.id, "approved", answered_by="person:bench",
+                                                 reason=None, now=time.time())
+                        committed[request.task_id] = time.time()
+                    time.sleep(0.01)
+
+            helper = threading.Thread(target=person)
+            helper.start()
+            try:
+                asyncio.run(host.run())
+            finally:
+                done.set()
+                helper.join(30)
+            if by_rule:
+                committed = {r.task_id: r.asked_at for r in store.list_approvals("p1")}
+        b.drop(schema)
+        return [(stamps / str(int(t.removeprefix("e-")))).stat().st_mtime_ns / 1e9 - at
+                for t, at in committed.items()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--e2e", type=int, default=0, metavar="N",
+                        help="also N end-to-end rounds per store through a worker host on Codex")
     args = parser.parse_args()
+    if args.e2e:
+        kinds = ["sqlite"] + (["postgres"] if os.environ.get("MARKERTOOLS_PG_DSN") else [])
+        for kind in kinds:
+            base = sorted(x * 1000 for x in end_to_end(kind, args.e2e, by_rule=True))
+            ms = sorted(x * 1000 for x in end_to_end(kind, args.e2e))
+            print(f"end to end, {kind:<8}: answer -> command running median "
+                  f"{statistics.median(ms):7.1f} ms, max {ms[-1]:7.1f} ms ({len(ms)} rounds); "
+                  f"baseline (an allow rule: request stored -> command running) median "
+                  f"{statistics.median(base):7.1f} ms, max {base[-1]:7.1f} ms; the broker's "
+                  f"share {statistics.median(ms) - statistics.median(base):6.1f} ms (medians)")
     from markertools_adapters.memory import MemoryStore
     from markertools_adapters.sqlite import SqliteStore, create_store_from_world
 
