@@ -25,6 +25,8 @@
 #   Rule 6: `merge_worlds(base, extra)` adds `extra` to `base`: a record whose key
 #           exists with the same content is kept once, with different content it is a
 #           conflict (MergeConflict lists every one); nothing is changed on a conflict.
+#   Rule 8: an additive optional field listed in _OMITTED_WHEN_NULL (costs[].priced_by)
+#           is left out of a dump when null: older worlds dump byte for byte as before.
 from __future__ import annotations
 
 import json
@@ -571,9 +573,19 @@ def example_world() -> World:
     return loads_world(text)
 
 
+# Additive optional fields a dump leaves out when they are null, so a world without them
+# dumps exactly as before they existed (they load back as null)
+_OMITTED_WHEN_NULL: Final[dict[str, tuple[str, ...]]] = {"costs": ("priced_by",)}
+
+
 def world_to_json(world: World) -> dict[str, Any]:
     """The world file form of `world` (the same shape `world_from_json` reads)."""
     raw = _converter().unstructure(world)
+    for name, fields in _OMITTED_WHEN_NULL.items():
+        for record in raw.get(name, ()):
+            for field in fields:
+                if record.get(field, 0) is None:
+                    del record[field]
     return {k: _tidy(v) for k, v in raw.items()}
 
 

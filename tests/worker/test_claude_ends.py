@@ -127,6 +127,9 @@ def test_a_model_claude_code_cannot_price_is_unpriced_unless_the_table_names_it(
         # Claude Code reports a guessed cost for a model it does not know (costBasis
         # "unknown"): the row keeps the tokens, unpriced - never a guess, never $0
         assert (unknown.tokens, unknown.usd, unknown.priced) == (120, None, False)
-        # ... unless --prices names the model: 100 input at $1/M + 20 output at $2/M
+        assert unknown.priced_by is None
+        # ... unless --prices names the model: 100 input at $1/M + 20 output at $2/M,
+        # and the row says the host's table priced it
         assert (table.tokens, table.usd, table.priced) == (120, Decimal("0.00014"), True)
+        assert table.priced_by == "table"
         assert store.get_quota("alice").used_usd == Decimal("0.00014")

@@ -100,7 +100,9 @@ def test_root_creates_two_children_that_run_and_report_on_claude_code(
         # per model call (the fake's usage), priced by Claude Code (2.1.332's list price
         # of its default model: $0.0008 a call)
         rows = store.task_costs("t-root")
-        assert [(r.tokens, r.usd, r.priced) for r in rows] == [(120, Decimal("0.0008"), True)] * 3
+        assert [(r.tokens, r.usd, r.priced, r.priced_by) for r in rows] == [
+            (120, Decimal("0.0008"), True, "claude-code")
+        ] * 3
         assert store.get_quota("alice").used_usd == sum(
             (r.usd for t in [root, *children] for r in store.task_costs(t.id)), Decimal(0)
         )

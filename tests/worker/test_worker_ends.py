@@ -125,7 +125,9 @@ def test_costs_priced_and_unpriced_and_the_quota_hold_in_status(
         priced, unpriced = store.task_costs("t-priced"), store.task_costs("t-unpriced")
         assert len(priced) == 1 and priced[0].priced and priced[0].tokens > 0
         assert priced[0].usd > 0
+        assert priced[0].priced_by == "table"  # the host's --prices table priced it
         assert len(unpriced) == 1 and not unpriced[0].priced
+        assert unpriced[0].priced_by is None
         assert unpriced[0].usd is None and unpriced[0].tokens > 0  # never $0
         assert store.get_quota("alice").used_usd == priced[0].usd
         # a creator over quota: the status names the held task and why

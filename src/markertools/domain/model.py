@@ -290,11 +290,21 @@ def _not_negative(instance: object, attribute: attrs.Attribute[int], value: int)
         )
 
 
+def _optional_text(instance: object, attribute: attrs.Attribute[str | None], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidType(
+            f"{type(instance).__name__}.{attribute.name}: expected a string or None, "
+            f"got {type(value).__name__}"
+        )
+
+
 @attrs.frozen
 class CostRow:
     """One cost row of a task's round: `usd` (None = unpriced; a Decimal of whole
     micro-dollars, from a Decimal, int, float or decimal text), tokens, estimated or
-    actual. A negative amount, token count or round is refused (ValueError)."""
+    actual, and (additive) `priced_by`: who priced the dollars - "claude-code" (Claude
+    Code's own figure), "table" (the worker host's price table), None when not said. A
+    negative amount, token count or round is refused (ValueError)."""
 
     task_id: str
     round: int = attrs.field(validator=_not_negative)
@@ -302,21 +312,26 @@ class CostRow:
     tokens: int = attrs.field(default=0, validator=_not_negative)
     estimated: bool = False
     priced: bool = True
+    priced_by: str | None = attrs.field(default=None, validator=_optional_text)
 
 
 @attrs.frozen
 class TurnCost:
     """What one turn cost, for `finish_turn` (the store adds the task and numbers the
-    round): `usd` as in CostRow (None = unpriced), tokens, estimated or actual."""
+    round): `usd` as in CostRow (None = unpriced), tokens, estimated or actual, and
+    `priced_by` as in CostRow."""
 
     usd: Decimal | None = attrs.field(default=None, converter=_cost_usd)
     tokens: int = attrs.field(default=0, validator=_not_negative)
     estimated: bool = False
     priced: bool = True
+    priced_by: str | None = attrs.field(default=None, validator=_optional_text)
 
     def row(self, task_id: str, round: int) -> CostRow:
         """This cost as the task's cost row of `round`."""
-        return CostRow(task_id, round, self.usd, self.tokens, self.estimated, self.priced)
+        return CostRow(
+            task_id, round, self.usd, self.tokens, self.estimated, self.priced, self.priced_by
+        )
 
 
 @attrs.frozen
@@ -360,8 +375,10 @@ def finish_digest(
 ) -> str:
     """FLT-6: the digest of what a `finish_turn` (or `charge_turn`) call asks for -
     outcome, result, error, cost (dollars as exact micro-dollars, tokens, estimated,
-    priced; a CostRow's round too) and requeue - so a finished turn id that comes again
-    with other input is refused instead of replayed. "finish:" + SHA-256 hex."""
+    priced; a CostRow's round too; `priced_by` only when set, so a digest stored before
+    that field existed still matches a replay of the same input) and requeue - so a
+    finished turn id that comes again with other input is refused instead of replayed.
+    "finish:" + SHA-256 hex."""
     if cost is None:
         spent: list[object] | None = None
     else:
@@ -369,6 +386,8 @@ def finish_digest(
         spent = [usd, cost.tokens, cost.estimated, cost.priced]
         if isinstance(cost, CostRow):
             spent.append(cost.round)
+        if cost.priced_by is not None:
+            spent.append({"priced_by": cost.priced_by})
     canonical = json.dumps(
         [str(outcome), result_text, error_text, spent, bool(requeue)],
         ensure_ascii=False,

@@ -72,6 +72,8 @@ def finished_json(done: FinishedTurn) -> str:
                 cost.tokens,
                 cost.estimated,
                 cost.priced,
+                # additive (issue 39): only when set, so older entries read as before
+                *([] if cost.priced_by is None else [cost.priced_by]),
             ],
             "charged": None
             if charged is None
@@ -105,6 +107,7 @@ def finished_from_json(task_id: str, turn_id: str, text: str) -> FinishedTurn:
             cost[2],
             cost[3],
             cost[4],
+            cost[5] if len(cost) > 5 else None,
         ),
         None
         if charged is None

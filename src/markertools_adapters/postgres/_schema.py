@@ -474,6 +474,14 @@ _STEP10: Final[tuple[str, ...]] = (
     FOR EACH ROW EXECUTE FUNCTION markertools_approval_notify()""",
 )
 
+# ---- step 11: who priced a cost row (issue 39) -----------------------------------------
+
+_STEP11: Final[tuple[str, ...]] = (
+    # "claude-code" (Claude Code's own dollars), "table" (the host's price table), NULL
+    # not said (every row written before this step)
+    f"ALTER TABLE costs ADD COLUMN priced_by {T}",
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1,),
     (_STEP2, _fill_next_run_at),
@@ -485,6 +493,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP8,),
     (_STEP9,),
     (_STEP10,),
+    (_STEP11,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

@@ -420,6 +420,14 @@ _STEP10: Final[tuple[str, ...]] = (
     "CREATE UNIQUE INDEX approval_rules_position ON approval_rules (project_id, position)",
 )
 
+# ---- step 11: who priced a cost row (issue 39) -----------------------------------------
+
+_STEP11: Final[tuple[str, ...]] = (
+    # "claude-code" (Claude Code's own dollars), "table" (the host's price table), NULL
+    # not said (every row written before this step)
+    "ALTER TABLE costs ADD COLUMN priced_by TEXT",
+)
+
 MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP1, _permission_tables),
     (_STEP2, _fill_next_run_at),
@@ -431,6 +439,7 @@ MIGRATIONS: Final[tuple[tuple[Step, ...], ...]] = (
     (_STEP8,),
     (_STEP9,),
     (_STEP10,),
+    (_STEP11,),
 )
 LATEST_VERSION: Final[int] = len(MIGRATIONS)
 

@@ -38,7 +38,11 @@ from markertools_adapters.codex import MESSAGE_SEPARATOR
 from markertools_adapters.errors import OperationFailed
 from markertools_adapters.worker._claude_requests import engine_request, tool_prefix
 from markertools_adapters.worker.engine import TOOLS_SERVER, EngineEvents, TaskTools, TurnEnd
-from markertools_adapters.worker.settings import TokenUsage, WorkerSettings
+from markertools_adapters.worker.settings import (
+    PRICED_BY_CLAUDE_CODE,
+    TokenUsage,
+    WorkerSettings,
+)
 
 PERMISSION_MODE: Final[str] = "acceptEdits"
 # Claude Code's command sandbox: commands run in it without a prompt; one that asks to
@@ -320,8 +324,9 @@ class ClaudeEngine:
 
     def _cost(self, result: dict[str, Any]) -> TurnCost:
         """The turn's cost as Claude Code reports it: its dollars (`costUSD` of every
-        model since the last result) when it knows every model's price, else the tokens,
-        priced by `--prices` when the table names the model, unpriced otherwise."""
+        model since the last result, `priced_by` "claude-code") when it knows every
+        model's price, else the tokens, priced by `--prices` when the table names the
+        model ("table"), unpriced otherwise."""
         usage = _usage(result.get("usage"))
         per_model = result.get("model_usage_since_last_result")
         if isinstance(per_model, dict) and per_model:
@@ -332,7 +337,7 @@ class ClaudeEngine:
             except InvalidOperation:
                 known = False
             if rows and known and usd.is_finite() and usd >= 0:
-                return TurnCost(usd.quantize(_MICRO), usage.total)
+                return TurnCost(usd.quantize(_MICRO), usage.total, priced_by=PRICED_BY_CLAUDE_CODE)
         return self.settings.prices.cost(self._model, usage)
 
     # ---- control requests of the CLI ----------------------------------------------------------
@@ -387,7 +392,11 @@ def _count(value: object) -> int:
 
 def _add(a: TurnCost, b: TurnCost) -> TurnCost:
     usd = a.usd + b.usd if a.usd is not None and b.usd is not None else None
-    return TurnCost(usd, a.tokens + b.tokens, priced=usd is not None and a.priced and b.priced)
+    priced = usd is not None and a.priced and b.priced
+    # who priced the sum: the one pricer of both, both named ("claude-code+table") when
+    # they differ, None when the sum is unpriced
+    by = sorted({x for x in (a.priced_by, b.priced_by) if x is not None}) if priced else []
+    return TurnCost(usd, a.tokens + b.tokens, priced=priced, priced_by="+".join(by) or None)
 
 
 def _error(result: dict[str, Any]) -> str:

@@ -22,6 +22,10 @@ ENGINE_NAMES: Final[tuple[str, ...]] = ("codex", "claude-code")  # ENG-1
 APPROVAL_MODES: Final[tuple[str, ...]] = ("broker", "decline")  # APR-1 / WRK-3
 _PRICE_KEYS: Final[tuple[str, ...]] = ("input", "cached_input", "output")
 _MILLION: Final[Decimal] = Decimal(1_000_000)
+# A cost row's `priced_by` (issue 39): dollars from Claude Code's result message, or from
+# the host's price table (`--prices`)
+PRICED_BY_CLAUDE_CODE: Final[str] = "claude-code"
+PRICED_BY_TABLE: Final[str] = "table"
 
 
 def default_host() -> str:
@@ -112,7 +116,8 @@ class PriceTable:
         return cls(models)
 
     def cost(self, model: str | None, usage: TokenUsage) -> TurnCost:
-        """The turn's cost: priced when the table names the model, else unpriced."""
+        """The turn's cost: priced when the table names the model (`priced_by` "table"),
+        else unpriced."""
         prices = self.models.get(model or "")
         if prices is None:
             return TurnCost(None, usage.total, estimated=False, priced=False)
@@ -122,7 +127,7 @@ class PriceTable:
             + usage.cached_input * prices.get("cached_input", prices["input"])
             + usage.output * prices["output"]
         ) / _MILLION
-        return TurnCost(usd.quantize(Decimal("0.000001")), usage.total)
+        return TurnCost(usd.quantize(Decimal("0.000001")), usage.total, priced_by=PRICED_BY_TABLE)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The parts of the Claude Code engine (ENG-2) on their own: a session's last turn read from
 the real CLI's transcript (a completed turn, an interrupted one, the one after), Claude
 Code's permission prompts - in the shapes the pinned CLI sends them - as engine-neutral
-requests, and the in-process MCP server's answers to what the CLI may send."""
+requests, the in-process MCP server's answers to what the CLI may send, and the cost of
+a turn that pays for one the CLI began itself."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from typing import Any
 import pytest
 from support.claude import OfflineClaude, claude_settings_for
 
+from markertools import TurnCost
 from markertools_adapters.claude._mcp import SdkMcpServer
 from markertools_adapters.claude.fakemessages import Hang, Text
 from markertools_adapters.worker._claude_requests import engine_request
-from markertools_adapters.worker.claude_engine import ClaudeEngine
+from markertools_adapters.worker.claude_engine import ClaudeEngine, _add
 from markertools_adapters.worker.engine import EngineRequest, TurnEnd
 
 
@@ -224,3 +226,13 @@ def test_the_in_process_mcp_server_answers_what_the_cli_may_send() -> None:
     assert ask({"jsonrpc": "2.0", "id": 5, "method": "ping"})["result"] == {}
     assert ask("garbage")["error"]["code"] == -32600
     assert server.declaration() == {"type": "sdk", "name": "markertools"}
+
+
+@pytest.mark.rule("ENG-2", "WRK-8")
+def test_a_turn_that_pays_for_an_earlier_one_says_who_priced_the_sum() -> None:
+    by_claude = TurnCost("0.5", 10, priced_by="claude-code")
+    by_table = TurnCost("0.25", 5, priced_by="table")
+    unpriced = TurnCost(None, 7, priced=False)
+    assert _add(by_claude, by_claude) == TurnCost("1", 20, priced_by="claude-code")
+    assert _add(by_claude, by_table) == TurnCost("0.75", 15, priced_by="claude-code+table")
+    assert _add(by_claude, unpriced) == TurnCost(None, 17, priced=False)

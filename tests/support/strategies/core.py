@@ -383,6 +383,7 @@ def world_files(draw: st.DrawFn) -> Any:
                         tokens=st.integers(0, 10**7),
                         estimated=st.booleans(),
                         priced=st.booleans(),
+                        priced_by=st.none() | st.sampled_from(["claude-code", "table", "é"]),
                     ),
                     max_size=4,
                 )
