@@ -63,6 +63,13 @@ MESSAGES: Final[dict[str, dict[str, str]]] = {
         "zh": "找不到 claude 程序：{path}（安装 Claude Code CLI：scripts/install_claude.sh 或 "
         "npm install -g @anthropic-ai/claude-code，或使用 --claude-bin）",
     },
+    "worker.request_not_brokered": {
+        "en": "the agent asked for {request} ({summary}); no rule, person or agent can grant "
+        "that kind of request through the worker host, so it was declined and the turn was "
+        "interrupted",
+        "zh": "智能体请求了{request}（{summary}）；规则、人员或智能体都无法通过工作主机批准此类请求，"
+        "因此已拒绝并中断本轮",
+    },
     "worker.approval_withdrawn": {
         "en": "the request was withdrawn: the worker host stopped running this task before anyone answered",
         "zh": "请求已撤回：在任何人回答之前，工作主机已停止运行此任务",

@@ -62,8 +62,14 @@ class RunApprovals(RunBase):
         ))
 
     def _decline_and_interrupt(self, request: EngineRequest) -> Verdict:
-        """WRK-3: declined, the turn interrupted, the task ended naming the request."""
-        reason = msg("worker.request_declined", request=request.name, summary=request.summary)
+        """WRK-3: declined, the turn interrupted, the task ended naming the request - and
+        why: `--approvals decline`, or a request no broker can carry out."""
+        key = (
+            "worker.request_declined"
+            if self.host.settings.approvals != "broker"
+            else "worker.request_not_brokered"
+        )
+        reason = msg(key, request=request.name, summary=request.summary)
         self._signals.put_nowait(("request", reason))
         return Verdict(False, interrupt=True)
 
