@@ -19,7 +19,7 @@ wait, and the figure is answer committed -> the command running in the agent's t
 time the command itself wrote). Goal: <= 1 s on PostgreSQL, <= the poll interval + 0.2 s
 on SQLite.
 
-    .venv/bin/python bench/bench_approvals.py [--rounds N] [--e2e N]
+    .venv/bin/python bench/bench_approvals.py [--rounds N] [--e2e N] [--quick]
     scripts/with_postgres.sh .venv/bin/python bench/bench_approvals.py --e2e 10
 """
 
@@ -164,9 +164,13 @@ def end_to_end(kind: str, rounds: int, *, by_rule: bool = False) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--e2e", type=int, default=0, metavar="N",
-                        help="also N end-to-end rounds per store through a worker host on Codex")
+    parser.add_argument("--e2e", type=int, default=10, metavar="N",
+                        help="N end-to-end rounds per store through a worker host on Codex "
+                        "(default 10; 0: none)")
+    parser.add_argument("--quick", action="store_true", help="5 rounds, 3 end to end")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.e2e = 5, 3
     if args.e2e:
         kinds = ["sqlite"] + (["postgres"] if os.environ.get("MARKERTOOLS_PG_DSN") else [])
         for kind in kinds:

@@ -29,6 +29,8 @@ BENCHES = (
     ("bench_claude.py", True),
     ("bench_views.py", True),
     ("bench_tools.py", True),
+    ("bench_fleet.py", True),
+    ("bench_approvals.py", True),
 )
 
 
