@@ -184,3 +184,38 @@ def test_no_token_or_database_password_where_the_codex_agent_can_look(
     # agent's process: not in its shell's environment under any name
     assert b"DATABASE_URL" not in places["seen-env.txt"]
     assert b"PGPASSWORD" not in places["seen-env.txt"]
+
+
+@pytest.mark.rule("TOL-10")
+def test_the_codex_agent_cannot_write_a_sqlite_store_under_tmp(offline_codex, tmp_path: Path) -> None:
+    """The store's file sits under /tmp (pytest's tmp_path), where a workspace-write
+    sandbox would let the agent write; the host leaves /tmp out of the agent's writable
+    roots, so writing the database behind the gates fails inside the sandbox."""
+    from support.worker import settings_for
+
+    from markertools_adapters.worker import WorkerHost
+
+    db = tmp_path / "w.db"
+    seen: dict[str, Any] = {}
+    attack = f"printf 'junk' >> {db}; echo rc=$?"
+
+    def reply_for(body: Any) -> Any:
+        outs = _outputs(body)
+        if not outs:
+            return ShellCall(attack, escalate=False)
+        seen["out"] = outs[-1]
+        return Text("tried")
+
+    offline_codex.fake.default_reply = None
+    offline_codex.fake.reply_for = reply_for
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-write", "[agent:writer] write the database")
+        from support.worker import run_host
+
+        run_host(WorkerHost(settings_for(offline_codex, tmp_path), store))
+        task = store.get_task("t-write")
+    assert str(db).startswith("/tmp/")
+    assert task.status == "completed" and task.result_text == "tried"
+    assert "rc=1" in seen["out"] and ("Read-only file system" in seen["out"]
+                                      or "Permission denied" in seen["out"]), seen["out"]
+    assert not db.read_bytes().endswith(b"junk")
