@@ -236,3 +236,37 @@ def test_a_turn_that_pays_for_an_earlier_one_says_who_priced_the_sum() -> None:
     assert _add(by_claude, by_claude) == TurnCost("1", 20, priced_by="claude-code")
     assert _add(by_claude, by_table) == TurnCost("0.75", 15, priced_by="claude-code+table")
     assert _add(by_claude, unpriced) == TurnCost(None, 17, priced=False)
+
+
+@pytest.mark.rule("ENG-2", "TOL-10")
+def test_the_cli_gets_the_hosts_environment_with_proxies_but_no_store_secret() -> None:
+    """What a user sets for Claude Code (its API URL, a proxy, a login) passes through;
+    what opens the store or acts as a task never reaches the CLI or its commands."""
+    from markertools_adapters.worker import WorkerSettings
+    from markertools_adapters.worker.claude_engine import agent_env
+
+    url = "postgresql://u:pw@db:5432/mt"
+    host_env = {
+        "PATH": "/usr/bin",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9999",
+        "HTTPS_PROXY": "http://proxy:3128",
+        "NO_PROXY": "localhost",
+        "ANTHROPIC_API_KEY": "sk-user",
+        "PGPASSWORD": "pw",
+        "DATABASE_URL": url,
+        "MY_DB": f"dsn={url}",
+        "MARKERTOOLS_TASK_TOKEN": "mtt_x",
+        "MARKERTOOLS_ANYTHING": "x",
+        "CLAUDECODE": "1",
+    }
+    settings = WorkerSettings(project="p1", codex_env=host_env, store_url=url, worktrees=Path("/w"))
+    env = agent_env(settings.child_env(), tools=True)
+    assert env == {
+        "PATH": "/usr/bin",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9999",
+        "HTTPS_PROXY": "http://proxy:3128",
+        "NO_PROXY": "localhost",
+        "ANTHROPIC_API_KEY": "sk-user",
+        "ENABLE_TOOL_SEARCH": "false",  # the task's tools listed in every request
+    }
+    assert "ENABLE_TOOL_SEARCH" not in agent_env(settings.child_env(), tools=False)
