@@ -7,7 +7,10 @@ pinned Codex CLI running offline against the fake model.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -139,3 +142,34 @@ def run_host(host: WorkerHost, timeout: float = 120.0) -> int:
             return await host.run()
 
     return asyncio.run(bounded())
+
+
+def worker_process(
+    env: dict[str, str], tmp_path: Path, db: str, host: str, *engine: str, extra: tuple[str, ...] = ()
+) -> subprocess.Popen[str]:
+    """`markertools worker run --json-log --lease-seconds 1 --no-tools` as a separate
+    process (a host that can die): `env` the offline engine's environment, `engine` its
+    flags (`--codex-bin B`, or `--engine claude-code --claude-bin B`), `extra` more."""
+    from support.cli import EXE
+
+    child_env = dict(env)
+    child_env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+    argv = [str(EXE), "worker", "run", "--db", db, "--project", PROJECT, "--host", host]
+    argv += [*engine, "--worktrees", str(tmp_path / "worktrees"), "--json-log"]
+    argv += ["--lease-seconds", "1", "--no-tools", *extra]
+    return subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env
+    )
+
+
+def read_events_until(proc: subprocess.Popen[str], kind: str) -> list[dict[str, Any]]:
+    """The `--json-log` events of `proc` up to and including the first `kind` one."""
+    assert proc.stdout is not None
+    seen: list[dict[str, Any]] = []
+    for line in proc.stdout:  # bounded by the host's own end
+        seen.append(json.loads(line))
+        if seen[-1]["event"] == kind:
+            return seen
+    raise AssertionError(
+        f"the host ended without a {kind} event: {proc.stderr.read() if proc.stderr else ''}"
+    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import time
@@ -18,8 +17,14 @@ from typing import Any
 
 import pytest
 from support.claude import OfflineClaude, claude_settings_for, routed_claude
-from support.cli import EXE
-from support.worker import add_task, block, run_host, worker_store
+from support.worker import (
+    add_task,
+    block,
+    read_events_until,
+    run_host,
+    worker_process,
+    worker_store,
+)
 
 from markertools import TaskChange, TurnCost
 from markertools_adapters._procgroups import group_alive
@@ -30,25 +35,12 @@ from markertools_adapters.worker.engine import EngineRequest, TurnEnd
 
 
 def _host(claude: OfflineClaude, tmp_path: Path, db: str) -> subprocess.Popen[str]:
-    env = dict(claude.env)
-    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-    argv = [str(EXE), "worker", "run", "--db", db, "--project", "p1", "--host", "h1"]
-    argv += ["--engine", "claude-code", "--claude-bin", claude.binary, "--worktrees"]
-    argv += [str(tmp_path / "worktrees"), "--json-log", "--lease-seconds", "1", "--no-tools"]
-    return subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
+    engine = ("--engine", "claude-code", "--claude-bin", claude.binary)
+    return worker_process(claude.env, tmp_path, db, "h1", *engine)
 
 
 def _read_until(proc: subprocess.Popen[str], kind: str) -> dict[str, Any]:
-    assert proc.stdout is not None
-    for line in proc.stdout:  # bounded by the host's own end
-        event = json.loads(line)
-        if event["event"] == kind:
-            return event
-    raise AssertionError(
-        f"the host ended without a {kind} event: {proc.stderr.read() if proc.stderr else ''}"
-    )
+    return read_events_until(proc, kind)[-1]
 
 
 def _slow_plan(last: str, texts: list[str]) -> Text:

@@ -10,7 +10,6 @@ same turn - or answered by a project rule without anyone. `--json-log` carries
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import threading
@@ -19,8 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import EXE, cli
-from support.worker import TAG, add_task, run_host, settings_for, worker_store
+from support.cli import cli
+from support.worker import (
+    TAG,
+    add_task,
+    read_events_until,
+    run_host,
+    settings_for,
+    worker_process,
+    worker_store,
+)
 
 from markertools import ApprovalRule
 from markertools_adapters.codex.fakemodel import ShellCall, Text, request_texts
@@ -260,25 +267,7 @@ def test_a_deny_rule_refuses_unasked_and_a_chained_command_never_matches_an_allo
 
 
 def _worker_run(codex: Any, tmp_path: Path, db: str, host: str, *extra: str) -> subprocess.Popen[str]:
-    """`markertools worker run --json-log` as a separate process (a host that can die)."""
-    env = dict(codex.env)
-    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-    return subprocess.Popen(
-        [str(EXE), "worker", "run", "--db", db, "--project", "p1", "--host", host,
-         "--codex-bin", codex.binary, "--worktrees", str(tmp_path / "worktrees"),
-         "--json-log", "--lease-seconds", "1", "--no-tools", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-
-
-def _events_until(proc: subprocess.Popen[str], kind: str) -> list[dict[str, Any]]:
-    assert proc.stdout is not None
-    seen = []
-    for line in proc.stdout:  # bounded by the host's own end
-        seen.append(json.loads(line))
-        if seen[-1]["event"] == kind:
-            return seen
-    raise AssertionError(f"no {kind} event: {proc.stderr.read() if proc.stderr else ''}")
+    return worker_process(codex.env, tmp_path, db, host, "--codex-bin", codex.binary, extra=extra)
 
 
 @pytest.mark.rule("APR-5", "WRK-6")
@@ -303,7 +292,7 @@ def test_kill_9_of_the_host_while_a_request_is_pending(offline_codex, tmp_path: 
         add_task(store, "t-ask", "[agent:asker] write a file outside")
         proc = _worker_run(offline_codex, tmp_path, str(tmp_path / "w.db"), "h1")
         try:
-            asked = _events_until(proc, "approval_requested")[-1]
+            asked = read_events_until(proc, "approval_requested")[-1]
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
         finally:

@@ -6,15 +6,22 @@ Three hosts on PostgreSQL with one killed: every task runs to its end once."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import EXE
-from support.worker import add_task, block, routed, run_host, settings_for, worker_store
+from support.worker import (
+    add_task,
+    block,
+    read_events_until,
+    routed,
+    run_host,
+    settings_for,
+    worker_process,
+    worker_store,
+)
 
 from markertools_adapters._procgroups import group_alive
 from markertools_adapters.codex.fakemodel import Text
@@ -22,45 +29,11 @@ from markertools_adapters.worker import HostEvent, WorkerHost
 
 
 def _host(codex: Any, tmp_path: Path, db: str, name: str, *extra: str) -> subprocess.Popen[str]:
-    env = dict(codex.env)
-    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-    return subprocess.Popen(
-        [
-            str(EXE),
-            "worker",
-            "run",
-            "--db",
-            db,
-            "--project",
-            "p1",
-            "--host",
-            name,
-            "--codex-bin",
-            codex.binary,
-            "--worktrees",
-            str(tmp_path / "worktrees"),
-            "--json-log",
-            "--lease-seconds",
-            "1",
-            "--no-tools",
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    return worker_process(codex.env, tmp_path, db, name, "--codex-bin", codex.binary, extra=extra)
 
 
 def _read_until(proc: subprocess.Popen[str], kind: str) -> dict[str, Any]:
-    assert proc.stdout is not None
-    for line in proc.stdout:  # bounded by the host's own end
-        event = json.loads(line)
-        if event["event"] == kind:
-            return event
-    raise AssertionError(
-        f"the host ended without a {kind} event: {proc.stderr.read() if proc.stderr else ''}"
-    )
+    return read_events_until(proc, kind)[-1]
 
 
 def _slow_plan(last: str, texts: list[str]) -> Text:
