@@ -30,14 +30,20 @@ from support.worker import (
 )
 
 from markertools import ApprovalRule
-from markertools_adapters.codex.fakemodel import ShellCall, Text, request_texts
+from markertools_adapters.codex.fakemodel import (
+    ShellCall,
+    Text,
+    ToolCall,
+    request_texts,
+)
 from markertools_adapters.worker import HostEvent, WorkerHost
 
 
 def _outputs(body: Any) -> list[str]:
     found: list[str] = []
     for item in body.get("input") or [] if isinstance(body, dict) else []:
-        if isinstance(item, dict) and item.get("type") == "function_call_output":
+        if isinstance(item, dict) and item.get("type") in ("function_call_output",
+                                                           "custom_tool_call_output"):
             output = item.get("output")
             found.append(output if isinstance(output, str) else json.dumps(output))
     return found
@@ -361,3 +367,39 @@ def test_two_hosts_on_postgres_the_answer_reaches_the_host_that_runs_the_task(
     ]
     assert request.status == "approved" and outside.exists()
     assert task.status == "completed" and task.result_text.startswith("after the request")
+
+
+@pytest.mark.rule("APR-1")
+def test_a_file_change_outside_the_directory_is_a_request_with_paths_and_a_diff_summary(
+    offline_codex, tmp_path: Path
+) -> None:
+    """The agent's `apply_patch` adds a file outside its directory: Codex asks; the
+    stored request names the path and what the change does; approved, the file exists."""
+    seen: dict[str, Any] = {}
+    outside = tmp_path / "outside" / "notes.txt"
+    outside.parent.mkdir()
+    patch = f"*** Begin Patch\n*** Add File: {outside}\n+first line\n+second line\n*** End Patch\n"
+
+    def reply_for(body: Any) -> Any:
+        if _agent(body) != "patcher":
+            return Text("other")
+        if not _outputs(body):
+            return ToolCall("apply_patch", patch, custom=True)
+        return Text("patched: " + _outputs(body)[-1][-200:])
+
+    offline_codex.fake.default_reply = None
+    offline_codex.fake.reply_for = reply_for
+    db = str(tmp_path / "w.db")
+    with worker_store("sqlite", tmp_path) as store:
+        add_task(store, "t-patch", "[agent:patcher] add notes outside")
+        person = _person(db, seen, "approve", "--by", "ana")
+        person.start()
+        run_host(WorkerHost(settings_for(offline_codex, tmp_path), store))
+        person.join(60)
+        task = store.get_task("t-patch")
+        (request,) = store.list_approvals("p1")
+    (listed,) = seen["listed"]
+    assert listed["kind"] == "file_change" and listed["paths"] == [str(outside)]
+    assert request.diff_summary == f"add {outside} (+2 lines)"
+    assert request.status == "approved" and outside.read_text() == "first line\nsecond line\n"
+    assert task.status == "completed" and task.result_text.startswith("patched")

@@ -46,6 +46,45 @@ ACCEPTS: Final[dict[str, tuple[str, dict[str, Any]]]] = {
 SHELL_METACHARACTERS: Final[tuple[str, ...]] = (";", "&&", "||", "|", "$(", "`", ">", "<", "\n")
 
 
+DIFF_CHANGES_SHOWN: Final[int] = 20  # APR-1: changes named in a file change's summary
+
+
+def diff_summary(changes: object) -> str | None:
+    """APR-1: one line per the file change's changes (Codex's `FileUpdateChange`s: path,
+    kind add / delete / update with an optional move, the diff): what it does to which
+    path and how many lines it adds and removes; None when there is nothing to say. An
+    added or deleted file's `diff` is its content; an update's is a unified diff."""
+    if not isinstance(changes, list):
+        return None
+    parts: list[str] = []
+    for change in changes:
+        if not isinstance(change, dict) or not isinstance(change.get("path"), str):
+            continue
+        kind_field = change.get("kind")
+        kind = kind_field.get("type") if isinstance(kind_field, dict) else None
+        diff = change.get("diff")
+        lines = diff.splitlines() if isinstance(diff, str) else []
+        if kind == "add":
+            counts = f"+{len(lines)}"
+        elif kind == "delete":
+            counts = f"-{len(lines)}"
+        else:
+            kind = "update"
+            if any(x.startswith("@@") for x in lines):  # the file headers end at a hunk
+                lines = lines[next(i for i, x in enumerate(lines) if x.startswith("@@")) :]
+            plus = sum(1 for x in lines if x.startswith("+"))
+            minus = sum(1 for x in lines if x.startswith("-"))
+            counts = f"+{plus} -{minus}"
+        moved = kind_field.get("move_path") if isinstance(kind_field, dict) else None
+        target = f"{change['path']} -> {moved}" if isinstance(moved, str) and moved else change["path"]
+        parts.append(f"{kind} {target} ({counts} lines)")
+    if not parts:
+        return None
+    shown = parts[:DIFF_CHANGES_SHOWN]
+    more = len(parts) - len(shown)
+    return "; ".join(shown) + (f"; ... (+{more} more)" if more else "")
+
+
 def command_argv(command: str | None) -> tuple[str, ...] | None:
     """The argv of a command string when it is one plain command (no shell operators,
     substitutions or redirections, which never match an allow prefix: APR-2), else None."""
@@ -87,6 +126,7 @@ class CodexEngine:
         self._usage: dict[str, TokenUsage] = {}
         self._errors: dict[str, str] = {}  # turn id -> Codex's error message
         self._paths: dict[str, tuple[str, ...]] = {}  # file-change item id -> its paths
+        self._diffs: dict[str, str | None] = {}  # file-change item id -> its diff summary
         self._tools_state = asyncio.Event()
         tmpdir = f"{directory}/{TASK_TMP}"
         self.worker = CodexWorker(
@@ -244,6 +284,7 @@ class CodexEngine:
             argv=command_argv(command) if kind == "command" else None,
             cwd=_text(p, "cwd") or self.directory,
             paths=self._paths.get(str(p.get("itemId")), ()) if kind == "file_change" else (),
+            diff=self._diffs.get(str(p.get("itemId"))) if kind == "file_change" else None,
             reason=_text(p, "reason"),
         )
         verdict = await self.events.approve(request)
@@ -306,6 +347,7 @@ class CodexEngine:
                 self._paths[item["id"]] = tuple(
                     str(c.get("path")) for c in changes if isinstance(c, dict) and c.get("path")
                 )
+                self._diffs[item["id"]] = diff_summary(changes)
         elif '"thread/tokenUsage/updated"' in raw:
             params = _params(raw)
             turn = params.get("turnId")
