@@ -31,10 +31,11 @@
 # task other than the one the call's token binds, or hold a thread while a call waits.
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -323,10 +324,7 @@ class ToolsMcp:
                 why = msg("toolserver.not_on_this_host", task_id=sender)
                 text = msg("tools.not_authorised", why=why).render(self.locale)
                 return self._refused(tool, text)
-        with self._flight:
-            self._busy += 1
-            self._flight.notify_all()
-        try:
+        with self._in_flight():
             if tool in WAITING and live is not None:
                 await self._wait_first(tool, arguments, call_id, sender, key, started, limit, live)
             try:
@@ -336,10 +334,6 @@ class ToolsMcp:
             result = await self._deliver(
                 tool, arguments, call_id, sender, key, started, limit, claim
             )
-        finally:
-            with self._flight:
-                self._busy -= 1
-                self._flight.notify_all()
         self.calls_served += 1
         log.info("%s of task %s: %s", tool, sender, result.entry.outcome)
         cut = tool in WAITING and time.monotonic() - started >= limit
@@ -359,11 +353,7 @@ class ToolsMcp:
         the store unavailable: the caller then rides the outage out (FLT-3)."""
         stop = threading.Event()
         probe = Probe()
-        ports = attrs.evolve(
-            observed_ports(self.ports, probe),
-            waiter=CallWaiter(self.ports.tasks, stop, self.ports.waiter),
-            clock=StopClock(self.ports.clock, stop),
-        )
+        ports = self._call_ports(probe, stop)
 
         def work() -> Authorization | tuple[str, CallResult] | str | None:
             auth = authorize_task_token(observed(self.store, probe), token, self.ports.clock.now())
@@ -389,16 +379,11 @@ class ToolsMcp:
             )
             return auth.task_id, result
 
-        with self._flight:
-            self._busy += 1
-            self._flight.notify_all()
-        try:
-            out = await self.pool.run(key, work)  # short: a cancel is delivered after it
-        finally:
-            self.access.settle(probe)  # a failure met starts the outage the caller rides
-            with self._flight:
-                self._busy -= 1
-                self._flight.notify_all()
+        with self._in_flight():
+            try:
+                out = await self.pool.run(key, work)  # short: a cancel is delivered after it
+            finally:
+                self.access.settle(probe)  # a failure met starts the outage the caller rides
         if out is None:
             return None
         if isinstance(out, Authorization):
@@ -479,11 +464,7 @@ class ToolsMcp:
     ) -> CallResult:
         stop = threading.Event()
         probe = Probe()
-        ports = attrs.evolve(
-            observed_ports(self.ports, probe),
-            waiter=CallWaiter(self.ports.tasks, stop, self.ports.waiter),
-            clock=StopClock(self.ports.clock, stop),
-        )
+        ports = self._call_ports(probe, stop)
 
         def work() -> CallResult:
             waited = time.monotonic() - started if tool in WAITING else 0.0
@@ -504,6 +485,28 @@ class ToolsMcp:
             return await self.pool.run_stoppable(key, work, stop)
         finally:
             self.access.settle(probe)
+
+    def _call_ports(self, probe: Probe, stop: threading.Event) -> Ports:
+        """The ports one call is delivered with: its store failures noted in `probe`, its
+        waits and clock ended by `stop` (a cancelled or disconnected call)."""
+        return attrs.evolve(
+            observed_ports(self.ports, probe),
+            waiter=CallWaiter(self.ports.tasks, stop, self.ports.waiter),
+            clock=StopClock(self.ports.clock, stop),
+        )
+
+    @contextlib.contextmanager
+    def _in_flight(self) -> Iterator[None]:
+        """A call waiting or being delivered, for `wait_busy` / `wait_idle`."""
+        with self._flight:
+            self._busy += 1
+            self._flight.notify_all()
+        try:
+            yield
+        finally:
+            with self._flight:
+                self._busy -= 1
+                self._flight.notify_all()
 
     def _probe(self, probe: Probe) -> object:
         """One cheap store read (the outage watchdog's, and a call's before delivery)."""
