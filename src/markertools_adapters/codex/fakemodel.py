@@ -35,6 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from markertools import InvalidArgument, InvalidType
+from markertools_adapters._fakewrap import (
+    WRAPPED_BY,
+    parse_wrapper_args,
+    serve_or_run,
+    state_home,
+    wrapper_line,
+)
 
 # --------------------------------------------------------------------------- replies
 
@@ -564,19 +571,12 @@ def read_replies(path: str) -> list[str]:
     return [reply for chunk in chunks if (reply := "\n".join(chunk).strip("\n")).strip()]
 
 
-WRAPPED_BY = "MARKERTOOLS_WRAPPED_BY"  # the wrapper's own command (shell words), for COMMAND
-
-
 def default_home() -> Path:
     """The CODEX_HOME the wrapper keeps when `--home` is not given: `fake-codex-home`
     under the per-user state path (platformdirs; `~/.local/state/markertools/...` on
     Linux), the same every time, so a run paused under the wrapper finds its threads
     when it is resumed under it."""
-    try:
-        import platformdirs
-    except ImportError:  # stdlib only: the Linux default
-        return Path("~/.local/state/markertools/fake-codex-home").expanduser()
-    return Path(platformdirs.user_state_dir("markertools", appauthor=False)) / "fake-codex-home"
+    return state_home("fake-codex-home")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -586,86 +586,39 @@ def main(argv: list[str] | None = None) -> int:
     without a command, print the environment and serve until interrupted. Turn N is
     answered with reply N of `--replies FILE` (read_replies), later turns with an echo
     of the instruction (no marker block)."""
-    import argparse
-    import shlex
-
     from markertools_adapters.codex.offline import codex_env, make_codex_home
 
-    parser = argparse.ArgumentParser(prog="python -m markertools_adapters.codex.fakemodel")
-    parser.add_argument(
-        "--home",
-        help="the CODEX_HOME to write and keep (default: fake-codex-home under the "
+    args = parse_wrapper_args(
+        argv,
+        prog="python -m markertools_adapters.codex.fakemodel",
+        home_help="the CODEX_HOME to write and keep (default: fake-codex-home under the "
         "per-user state path, e.g. ~/.local/state/markertools/fake-codex-home)",
+        default_home=default_home(),
+        read_replies=read_replies,
+        name="fakemodel",
     )
-    parser.add_argument(
-        "--replies",
-        metavar="FILE",
-        help="the model's reply to each turn, in order: text separated by lines '%%%%', "
-        "or JSON lines (*.jsonl); then an echo",
-    )
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run")
-    args = parser.parse_args(argv)
-    command = list(args.command or [])
-    if command[:1] == ["--"]:  # only the separator; a `--` inside the command is its own
-        command = command[1:]
-    try:
-        replies = read_replies(args.replies) if args.replies else []
-    except ValueError as exc:
-        sys.stderr.write(f"fakemodel: {exc}\n")
-        return 2
+    if isinstance(args, int):
+        return args
     fake = FakeResponses(
-        [Text(reply) for reply in replies],
+        [Text(reply) for reply in args.replies],
         default_reply=None,
         rate_limit_headers=rate_limit_headers(12.0, 300, int(time.time()) + 3600),
     )
     fake.reply_for = _echo_reply
     fake.start()
     try:
-        home = (Path(args.home).expanduser() if args.home else default_home()).absolute()
+        home = args.home
         try:
             make_codex_home(home, fake.base_url, models=("fake-model", "fake-mini"))
         except OSError as exc:
             sys.stderr.write(f"fakemodel: --home {home}: cannot write: {exc.strerror or exc}\n")
             return 2
         env = {**os.environ, **codex_env(home, block_proxy=False)}
-        wrapper = [sys.executable, "-m", "markertools_adapters.codex.fakemodel", "--home", str(home)]
-        if args.replies:
-            wrapper += ["--replies", os.path.abspath(args.replies)]
-        env[WRAPPED_BY] = shlex.join([*wrapper, "--"])
-        if not command:
-            sys.stdout.write(f"fake model at {fake.base_url}\nCODEX_HOME={home}\n")
-            sys.stdout.flush()
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                return 0
-        return _run_child(command, env)
+        env[WRAPPED_BY] = wrapper_line("markertools_adapters.codex.fakemodel", args)
+        banner = f"fake model at {fake.base_url}\nCODEX_HOME={home}\n"
+        return serve_or_run(args.command, env, banner, "fakemodel")
     finally:
         fake.stop()
-
-
-def _run_child(command: list[str], env: dict[str, str]) -> int:
-    """Run `command` and return its exit code (128 + N when signal N ended it).
-
-    Ctrl-C reaches the child directly (same foreground process group), which handles
-    it (`dots run` pauses its run): meanwhile this process only waits for it. A
-    Python-level no-op handler, not SIG_IGN: exec resets a handled signal to its
-    default in the child, while an ignored one would stay ignored there."""
-    import signal
-    import subprocess
-
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
-    try:
-        try:
-            child = subprocess.Popen(command, env=env)
-        except OSError as exc:
-            sys.stderr.write(f"fakemodel: cannot run {command[0]}: {exc.strerror or exc}\n")
-            return 127
-        code = child.wait()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    return 128 - code if code < 0 else code
 
 
 if __name__ == "__main__":
