@@ -16,6 +16,8 @@ import importlib
 import json
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +113,24 @@ def open_db(path: Path | str) -> Any:
         raise UsageFailure(f"--db: storage adapter not available in this build ({exc})") from None
     except Exception as exc:
         raise UsageFailure(f"--db {redact(path)}: cannot open: {exc}") from None
+
+
+@contextmanager
+def opened_store(db: str) -> Iterator[Any]:
+    """An existing database for one command (approvals, automations), closed after;
+    anything that stops it opening is one `--db ...: cannot open: ...` line."""
+    from markertools_adapters.stores import open_db as open_any_db
+    from markertools_adapters.stores import redact
+
+    location = db_location(db)
+    try:
+        store: Any = open_any_db(location, must_exist=True)
+    except Exception as exc:  # sqlite3 / psycopg errors, a refused schema, a missing file
+        raise UsageFailure(f"--db {redact(db)}: cannot open: {exc}") from None
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def close_store(store: Any) -> None:

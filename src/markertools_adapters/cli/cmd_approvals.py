@@ -22,8 +22,7 @@ import getpass
 import shlex
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Annotated, Any
 
 import typer
@@ -65,20 +64,10 @@ ByOption = Annotated[
 ]
 
 
-@contextmanager
-def _opened(db: str) -> Iterator[Any]:
-    from markertools_adapters.cli._io import db_location
-    from markertools_adapters.stores import open_db, redact
+def _opened(db: str) -> AbstractContextManager[Any]:
+    from markertools_adapters.cli._io import opened_store
 
-    location = db_location(db)
-    try:
-        store: Any = open_db(location, must_exist=True)
-    except Exception as exc:  # sqlite3 / psycopg errors, a refused schema, a missing file
-        raise UsageFailure(f"--db {redact(db)}: cannot open: {exc}") from None
-    try:
-        yield store
-    finally:
-        store.close()
+    return opened_store(db)
 
 
 def request_json(r: ApprovalRequest) -> dict[str, Any]:
