@@ -173,3 +173,12 @@ def read_events_until(proc: subprocess.Popen[str], kind: str) -> list[dict[str, 
     raise AssertionError(
         f"the host ended without a {kind} event: {proc.stderr.read() if proc.stderr else ''}"
     )
+
+
+def slow_plan_then_resumed(last: str, texts: list[str]) -> Reply:
+    """A routed agent for kill -9 tests: its first attempt's turn never completes (blocks
+    that must never apply, held 60 s); an attempt that starts with the resume notice
+    finishes at once."""
+    if "Resume notice" in last:
+        return Text("finished on the second attempt")
+    return Text(block("task-create", json.dumps({"prompt": "never"})), delay=60)

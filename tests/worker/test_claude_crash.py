@@ -39,11 +39,8 @@ def _host(claude: OfflineClaude, tmp_path: Path, db: str) -> subprocess.Popen[st
     return worker_process(claude.env, tmp_path, db, "h1", *engine)
 
 
-def _read_until(proc: subprocess.Popen[str], kind: str) -> dict[str, Any]:
-    return read_events_until(proc, kind)[-1]
-
-
 def _slow_plan(last: str, texts: list[str]) -> Text:
+    """The Claude Code fake's own replies (its Text, not the Codex fake's)."""
     if "Resume notice" in last:
         return Text("finished on the second attempt")
     # the first attempt: blocks that must never apply, in a turn that never completes
@@ -60,7 +57,7 @@ def test_kill_9_of_a_claude_host_mid_turn_requeues_once_ends_the_orphan_and_resu
         add_task(store, "t-crash", "[agent:crash] plan it")
         proc = _host(offline_claude, tmp_path, str(tmp_path / "w.db"))
         try:
-            started = _read_until(proc, "turn_started")
+            started = read_events_until(proc, "turn_started")[-1]
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
         finally:

@@ -5,7 +5,6 @@ Three hosts on PostgreSQL with one killed: every task runs to its end once."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 from pathlib import Path
@@ -14,11 +13,11 @@ from typing import Any
 import pytest
 from support.worker import (
     add_task,
-    block,
     read_events_until,
     routed,
     run_host,
     settings_for,
+    slow_plan_then_resumed,
     worker_process,
     worker_store,
 )
@@ -32,28 +31,17 @@ def _host(codex: Any, tmp_path: Path, db: str, name: str, *extra: str) -> subpro
     return worker_process(codex.env, tmp_path, db, name, "--codex-bin", codex.binary, extra=extra)
 
 
-def _read_until(proc: subprocess.Popen[str], kind: str) -> dict[str, Any]:
-    return read_events_until(proc, kind)[-1]
-
-
-def _slow_plan(last: str, texts: list[str]) -> Text:
-    if "Resume notice" in last:
-        return Text("finished on the second attempt")
-    # the first attempt: blocks that must never apply, in a turn that never completes
-    return Text(block("task-create", json.dumps({"prompt": "never"})), delay=60)
-
-
 @pytest.mark.rule("WRK-6")
 def test_kill_9_of_a_host_mid_turn_requeues_once_and_ends_the_orphan(
     offline_codex, tmp_path: Path
 ) -> None:
     router = routed(offline_codex)
-    router.on("crash", _slow_plan)
+    router.on("crash", slow_plan_then_resumed)
     with worker_store("sqlite", tmp_path) as store:
         add_task(store, "t-crash", "[agent:crash] plan it")
         proc = _host(offline_codex, tmp_path, str(tmp_path / "w.db"), "h1")
         try:
-            started = _read_until(proc, "turn_started")
+            started = read_events_until(proc, "turn_started")[-1]
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
         finally:
@@ -99,7 +87,7 @@ def test_three_hosts_on_postgres_one_killed_every_task_runs_once(
             name: _host(offline_codex, tmp_path, url, name, *common) for name in ("h1", "h2", "h3")
         }
         try:
-            _read_until(hosts["h2"], "turn_started")
+            read_events_until(hosts["h2"], "turn_started")
             hosts["h2"].send_signal(signal.SIGKILL)
             for name in ("h1", "h3"):
                 _, err = hosts[name].communicate(timeout=240)
